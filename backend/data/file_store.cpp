@@ -1,0 +1,282 @@
+#include "backend/data/file_store.hpp"
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+namespace weft::data {
+namespace {
+
+constexpr unsigned kFanout = 256;
+constexpr mode_t kDirMode = 0700;
+
+unsigned fanout_of(std::uint64_t ino) { return static_cast<unsigned>(ino % kFanout); }
+
+std::string fanout_name(unsigned fanout) {
+  char name[3];
+  std::snprintf(name, sizeof name, "%02x", fanout);
+  return name;
+}
+
+// A decimal number as this store writes it: digits only, no sign, no leading
+// zero (so every number has one name), no overflow.
+bool parse_u64(std::string_view s, std::uint64_t* v) {
+  if (s.empty() || (s.size() > 1 && s[0] == '0')) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+int close_checked(int fd) { return ::close(fd) == 0 ? 0 : -errno; }
+
+// Copies all of src into dst (both positioned at 0): a reflink where the file
+// system shares extents, else an in-kernel copy, else plain read/write.
+int copy_contents(int src, int dst) {
+  if (::ioctl(dst, FICLONE, src) == 0) return 0;
+  struct stat st {};
+  if (::fstat(src, &st) != 0) return -errno;
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  std::uint64_t copied = 0;
+  while (copied < size) {
+    const ssize_t n = ::copy_file_range(src, nullptr, dst, nullptr, size - copied, 0);
+    if (n > 0) {
+      copied += static_cast<std::uint64_t>(n);
+      continue;
+    }
+    if (n == 0) return 0;  // the source ended early; what there was is copied
+    if (errno == EINTR) continue;
+    const bool unsupported =
+        errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL;
+    if (!unsupported || copied != 0) return -errno;
+    break;
+  }
+  if (copied == size) return 0;
+
+  std::vector<char> buf(1u << 20);
+  for (;;) {
+    const ssize_t n = ::read(src, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    if (n == 0) return 0;
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = ::write(dst, buf.data() + done, static_cast<std::size_t>(n - done));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return -errno;
+      }
+      done += w;
+    }
+  }
+}
+
+}  // namespace
+
+// Directory descriptors opened once and kept: the root (to make new fanout
+// directories durable), staging, and each fanout directory on first use. The
+// fanout slots are filled lock-free; a thread that loses the race closes its
+// own descriptor.
+struct FileStore::Dirs {
+  int root = -1;
+  int staging = -1;
+  std::array<std::atomic<int>, kFanout> fanout;
+
+  Dirs() {
+    for (auto& fd : fanout) fd.store(-1, std::memory_order_relaxed);
+  }
+  ~Dirs() {
+    for (auto& fd : fanout)
+      if (int v = fd.load(std::memory_order_relaxed); v >= 0) ::close(v);
+    if (staging >= 0) ::close(staging);
+    if (root >= 0) ::close(root);
+  }
+
+  int fanout_fd(unsigned f) {
+    int fd = fanout[f].load(std::memory_order_acquire);
+    if (fd >= 0) return fd;
+    const std::string name = fanout_name(f);
+    fd = ::openat(root, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    int expected = -1;
+    if (!fanout[f].compare_exchange_strong(expected, fd, std::memory_order_acq_rel)) {
+      ::close(fd);
+      return expected;
+    }
+    return fd;
+  }
+
+  // Creates a fanout directory on first use and makes its name durable, so
+  // that a later sync() of a file inside it covers the whole path. EEXIST
+  // syncs too: the thread that won a creation race may not have synced yet.
+  int ensure_fanout(unsigned f) {
+    const std::string name = fanout_name(f);
+    if (::mkdirat(root, name.c_str(), kDirMode) != 0 && errno != EEXIST) return -errno;
+    return ::fsync(root) == 0 ? 0 : -errno;
+  }
+};
+
+FileStore::FileStore(std::string dir) : dir_(std::move(dir)), dirs_(std::make_unique<Dirs>()) {}
+FileStore::~FileStore() = default;
+
+std::unique_ptr<FileStore> FileStore::open(const std::string& dir, int* error) {
+  auto fail = [&](int e) {
+    if (error) *error = e;
+    return nullptr;
+  };
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return fail(-ec.value());
+  std::unique_ptr<FileStore> fs(new FileStore(dir));
+  auto& d = *fs->dirs_;
+  d.root = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d.root < 0) return fail(-errno);
+  if (::mkdirat(d.root, "staging", kDirMode) != 0 && errno != EEXIST) return fail(-errno);
+  d.staging = ::openat(d.root, "staging", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d.staging < 0) return fail(-errno);
+  if (error) *error = 0;
+  return fs;
+}
+
+std::string FileStore::path(std::uint64_t ino, std::uint64_t fid) const {
+  return dir_ + '/' + fanout_name(fanout_of(ino)) + '/' + std::to_string(ino) + '.' +
+         std::to_string(fid);
+}
+
+int FileStore::open_file(std::uint64_t ino, std::uint64_t fid, int flags, unsigned mode) {
+  const std::string p = path(ino, fid);
+  int fd = ::open(p.c_str(), flags | O_CLOEXEC, mode);
+  if (fd < 0 && errno == ENOENT && (flags & O_CREAT)) {
+    // Fanout directories are made lazily: most of the 256 may never be needed.
+    if (int e = dirs_->ensure_fanout(fanout_of(ino)); e < 0) return e;
+    fd = ::open(p.c_str(), flags | O_CLOEXEC, mode);
+  }
+  return fd < 0 ? -errno : fd;
+}
+
+int FileStore::clone(std::uint64_t ino, std::uint64_t from, std::uint64_t to) {
+  const int src = open_file(ino, from, O_RDONLY);
+  if (src < 0) return src;
+  const int dst = open_file(ino, to, O_WRONLY | O_CREAT | O_EXCL);
+  if (dst < 0) {
+    ::close(src);
+    return dst;
+  }
+  int r = copy_contents(src, dst);
+  ::close(src);
+  if (int c = close_checked(dst); r == 0) r = c;
+  // A partial copy must not be mistaken later for the real thing.
+  if (r < 0) ::unlink(path(ino, to).c_str());
+  return r;
+}
+
+int FileStore::sync(int fd, std::uint64_t ino) {
+  if (::fsync(fd) != 0) return -errno;
+  const int dir = dirs_->fanout_fd(fanout_of(ino));
+  if (dir < 0) return dir;
+  return ::fsync(dir) == 0 ? 0 : -errno;
+}
+
+int FileStore::remove(std::uint64_t ino, std::uint64_t fid) {
+  return ::unlink(path(ino, fid).c_str()) == 0 ? 0 : -errno;
+}
+
+bool FileStore::exists(std::uint64_t ino, std::uint64_t fid) {
+  struct stat st {};
+  return ::stat(path(ino, fid).c_str(), &st) == 0;
+}
+
+int FileStore::open_staging(std::uint64_t id) {
+  // O_EXCL: two writers handed the same id must not share one file silently.
+  const int fd = ::openat(dirs_->staging, std::to_string(id).c_str(),
+                          O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  return fd < 0 ? -errno : fd;
+}
+
+int FileStore::promote(std::uint64_t id, std::uint64_t ino, std::uint64_t fid) {
+  const std::string from = std::to_string(id);
+  const std::string to = path(ino, fid);
+  const unsigned f = fanout_of(ino);
+  if (::renameat(dirs_->staging, from.c_str(), AT_FDCWD, to.c_str()) != 0) {
+    if (errno != ENOENT) return -errno;
+    if (int e = dirs_->ensure_fanout(f); e < 0) return e;
+    if (::renameat(dirs_->staging, from.c_str(), AT_FDCWD, to.c_str()) != 0) return -errno;
+  }
+  // The new name first (that is what callers rely on), then the old one's
+  // removal, so a crash cannot leave the file only in staging.
+  const int dir = dirs_->fanout_fd(f);
+  if (dir < 0) return dir;
+  if (::fsync(dir) != 0 || ::fsync(dirs_->staging) != 0) return -errno;
+  return 0;
+}
+
+int FileStore::remove_staging(std::uint64_t id) {
+  return ::unlinkat(dirs_->staging, std::to_string(id).c_str(), 0) == 0 ? 0 : -errno;
+}
+
+void FileStore::clear_staging() {
+  // A descriptor of its own: readdir moves the directory offset, which a
+  // dup() would share with dirs_->staging.
+  const int fd = ::openat(dirs_->staging, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return;
+  }
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(d);
+  for (const auto& name : names) ::unlinkat(dirs_->staging, name.c_str(), 0);
+}
+
+void FileStore::for_each(const std::function<void(std::uint64_t ino, std::uint64_t fid)>& fn) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> found;
+  for (unsigned f = 0; f < kFanout; ++f) {
+    const std::string dir = dir_ + '/' + fanout_name(f);
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) continue;
+    // Names are collected before calling fn, so fn may remove files.
+    found.clear();
+    while (const dirent* e = ::readdir(d)) {
+      const std::string_view name = e->d_name;
+      const auto dot = name.find('.');
+      std::uint64_t ino = 0, fid = 0;
+      if (dot == std::string_view::npos || !parse_u64(name.substr(0, dot), &ino) ||
+          !parse_u64(name.substr(dot + 1), &fid) || fanout_of(ino) != f)
+        continue;
+      found.emplace_back(ino, fid);
+    }
+    ::closedir(d);
+    for (auto [ino, fid] : found) fn(ino, fid);
+  }
+}
+
+int FileStore::space(Space* out) {
+  struct statvfs st {};
+  if (::fstatvfs(dirs_->root, &st) != 0) return -errno;
+  out->total_bytes = static_cast<std::uint64_t>(st.f_blocks) * st.f_frsize;
+  out->free_bytes = static_cast<std::uint64_t>(st.f_bfree) * st.f_frsize;
+  out->avail_bytes = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+  out->total_files = st.f_files;
+  out->free_files = st.f_ffree;
+  return 0;
+}
+
+}  // namespace weft::data

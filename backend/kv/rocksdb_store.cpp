@@ -1,0 +1,208 @@
+// The embedded default engine of the kv interface: RocksDB's
+// OptimisticTransactionDB. Optimistic concurrency fits the namespace: its
+// transactions are short and rarely collide, so they take no locks and pay
+// only a check of the keys they read for update when they commit.
+#include "backend/kv/kv.hpp"
+
+#include <rocksdb/cache.h>
+#include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/options.h>
+#include <rocksdb/table.h>
+#include <rocksdb/utilities/optimistic_transaction_db.h>
+#include <rocksdb/utilities/transaction.h>
+
+#include <utility>
+
+namespace weft::kv {
+namespace {
+
+rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
+std::string_view view(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
+
+Status to_status(const rocksdb::Status& s) {
+  if (s.ok()) return Status::Ok();
+  Code code = Code::io_error;
+  if (s.IsNotFound()) {
+    code = Code::not_found;
+  } else if (s.IsBusy() || s.IsTryAgain()) {
+    // Busy: a key read for update was written by someone else. TryAgain: the
+    // memtable history no longer reaches back far enough to tell. Either way
+    // the caller must retry the whole transaction.
+    code = Code::conflict;
+  } else if (s.IsCorruption()) {
+    code = Code::corruption;
+  } else if (s.IsInvalidArgument() || s.IsNotSupported()) {
+    code = Code::invalid;
+  }
+  return {code, s.ToString()};
+}
+
+// Walks `it` over [begin, end) ascending; an empty `end` has no upper bound
+// (prefix_end() returns it for a prefix of only 0xff bytes).
+Status scan_iterator(rocksdb::Iterator* it, std::string_view begin, std::string_view end,
+                     std::size_t limit, const ScanFn& fn) {
+  std::size_t n = 0;
+  for (it->Seek(slice(begin)); it->Valid(); it->Next()) {
+    auto key = view(it->key());
+    if (!end.empty() && key >= end) break;
+    if (!fn(key, view(it->value()))) break;
+    if (limit != 0 && ++n == limit) break;
+  }
+  return to_status(it->status());
+}
+
+class RocksTxn final : public Txn {
+ public:
+  explicit RocksTxn(rocksdb::Transaction* txn) : txn_(txn) {}
+
+  Status get(std::string_view key, std::string* value, bool for_update) override {
+    rocksdb::ReadOptions ro;
+    auto s = for_update ? txn_->GetForUpdate(ro, slice(key), value)
+                        : txn_->Get(ro, slice(key), value);
+    return to_status(s);
+  }
+
+  void put(std::string_view key, std::string_view value) override {
+    remember(txn_->Put(slice(key), slice(value)));
+  }
+
+  void erase(std::string_view key) override { remember(txn_->Delete(slice(key))); }
+
+  Status scan(std::string_view begin, std::string_view end, std::size_t limit,
+              const ScanFn& fn) override {
+    // The transaction's iterator merges its own pending writes over the DB.
+    // No iterate_upper_bound here: the bound is checked per key instead, which
+    // is correct for the merged view whatever the engine version does with it.
+    std::unique_ptr<rocksdb::Iterator> it(txn_->GetIterator(rocksdb::ReadOptions()));
+    return scan_iterator(it.get(), begin, end, limit, fn);
+  }
+
+  Status commit(Durability durability) override {
+    if (!deferred_.ok()) return deferred_;
+    rocksdb::WriteOptions wo;
+    wo.sync = durability == Durability::sync;
+    txn_->SetWriteOptions(wo);
+    return to_status(txn_->Commit());
+  }
+
+ private:
+  // put/erase return nothing by contract; a failure (which RocksDB reports
+  // only for internal limits) is kept and fails the commit instead.
+  void remember(const rocksdb::Status& s) {
+    if (!s.ok() && deferred_.ok()) deferred_ = to_status(s);
+  }
+
+  std::unique_ptr<rocksdb::Transaction> txn_;
+  Status deferred_;
+};
+
+class RocksStore final : public Store {
+ public:
+  explicit RocksStore(rocksdb::OptimisticTransactionDB* db) : db_(db) {}
+
+  std::unique_ptr<Txn> begin() override {
+    return std::make_unique<RocksTxn>(db_->BeginTransaction(rocksdb::WriteOptions()));
+  }
+
+  Status get(std::string_view key, std::string* value) override {
+    return to_status(db_->Get(rocksdb::ReadOptions(), slice(key), value));
+  }
+
+  Status scan(std::string_view begin, std::string_view end, std::size_t limit,
+              const ScanFn& fn) override {
+    rocksdb::ReadOptions ro;
+    // The bound lets RocksDB stop at `end` instead of reading on through
+    // deleted keys of the next prefix.
+    rocksdb::Slice upper = slice(end);
+    if (!end.empty()) ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    return scan_iterator(it.get(), begin, end, limit, fn);
+  }
+
+  Status last(std::string_view begin, std::string_view end, std::string* key,
+              std::string* value) override {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    if (end.empty()) {
+      it->SeekToLast();
+    } else {
+      // SeekForPrev lands on the greatest key <= end; `end` itself is excluded.
+      it->SeekForPrev(slice(end));
+      if (it->Valid() && view(it->key()) == end) it->Prev();
+    }
+    if (!it->Valid()) {
+      auto s = to_status(it->status());
+      return s.ok() ? Status{Code::not_found, "no key in range"} : s;
+    }
+    auto k = view(it->key());
+    if (k < begin) return {Code::not_found, "no key in range"};
+    key->assign(k);
+    value->assign(view(it->value()));
+    return Status::Ok();
+  }
+
+  Status flush() override {
+    // Commits with Durability::async sit in the WAL's OS buffers; syncing the
+    // WAL makes them durable without forcing a memtable flush.
+    return to_status(db_->FlushWAL(/*sync=*/true));
+  }
+
+  std::optional<std::uint64_t> property(std::string_view name) override {
+    std::uint64_t v = 0;
+    if (!db_->GetIntProperty(slice(name), &v)) return std::nullopt;
+    return v;
+  }
+
+ private:
+  std::unique_ptr<rocksdb::OptimisticTransactionDB> db_;
+};
+
+rocksdb::Options make_options(const RocksDbOptions& o) {
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.max_background_jobs = 2;
+  options.write_buffer_size = o.write_buffer_bytes;
+  options.max_write_buffer_number = 2;
+  // Conflict checks need the memtable history since a transaction's reads;
+  // transactions are short, so one write buffer of history is plenty, and the
+  // default (all write buffers' worth) would double the memtable memory.
+  options.max_write_buffer_size_to_maintain = static_cast<std::int64_t>(o.write_buffer_bytes);
+  options.level_compaction_dynamic_level_bytes = true;
+  options.bytes_per_sync = 1 << 20;
+  // Table readers' memory is charged to the block cache (below), and few open
+  // files keep the per-file overhead bounded too.
+  options.max_open_files = 512;
+  options.keep_log_file_num = 4;
+  options.max_log_file_size = 8 << 20;
+  // Point lookups dominate (lookup, getattr): a small whole-key bloom filter
+  // in the memtable spares most memtable searches for absent keys.
+  options.memtable_prefix_bloom_size_ratio = 0.02;
+  options.memtable_whole_key_filtering = true;
+
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = rocksdb::NewLRUCache(o.block_cache_bytes);
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  table.whole_key_filtering = true;
+  table.optimize_filters_for_memory = true;
+  // Index and filter blocks live in (and are bounded by) the block cache; the
+  // level-0 ones stay pinned because every lookup consults them.
+  table.cache_index_and_filter_blocks = true;
+  table.pin_l0_filter_and_index_blocks_in_cache = true;
+  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  return options;
+}
+
+}  // namespace
+
+std::unique_ptr<Store> open_rocksdb(const RocksDbOptions& options, Status* error) {
+  rocksdb::OptimisticTransactionDB* db = nullptr;
+  auto s = rocksdb::OptimisticTransactionDB::Open(make_options(options), options.path, &db);
+  if (!s.ok()) {
+    if (error) *error = to_status(s);
+    return nullptr;
+  }
+  if (error) *error = Status::Ok();
+  return std::make_unique<RocksStore>(db);
+}
+
+}  // namespace weft::kv

@@ -1,0 +1,3 @@
+// The one translation unit that compiles Asio's implementation
+// (BOOST_ASIO_SEPARATE_COMPILATION is set for the whole project).
+#include <boost/asio/impl/src.hpp>

@@ -1,0 +1,334 @@
+#include "gateway/config.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace weft::gateway {
+
+using nlohmann::json;
+
+namespace {
+
+struct DefaultListener {
+  std::string_view protocol;
+  std::uint16_t port;
+};
+// In start order; the names are protocols::kProtocols.
+constexpr std::array<DefaultListener, 5> kDefaultListeners{
+    {{"s3", 9000}, {"rest", 9080}, {"nfs", 2049}, {"smb", 4445}, {"sftp", 2222}}};
+
+constexpr std::array<std::string_view, 7> kLogLevels{"trace", "debug",    "info", "warn",
+                                                     "error", "critical", "off"};
+
+// Validation unwinds to load_text() with this, which turns it into a value.
+struct Invalid {
+  std::string message;
+};
+
+[[noreturn]] void fail(std::string_view key, std::string_view problem) {
+  throw Invalid{"config: " + std::string(key) + ": " + std::string(problem)};
+}
+
+// A JSON string literal: quotes and escapes, and bytes that are not UTF-8
+// (a mistyped flag) replaced rather than thrown over.
+std::string in_quotes(std::string_view s) {
+  return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string_view json_type(const json& v) {
+  switch (v.type()) {
+    case json::value_t::number_unsigned: return "a non-negative integer";
+    case json::value_t::number_integer: return "a negative integer";
+    case json::value_t::number_float: return "a fraction";
+    case json::value_t::string: return "a string";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    default: return "null";
+  }
+}
+
+std::string join(auto&& names) {
+  std::string out;
+  for (std::string_view n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+// "host:port" with an IPv4 literal, a bracketed IPv6 literal or "localhost".
+std::optional<Address> parse_address(std::string_view s) {
+  auto colon = s.rfind(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  std::string_view host = s.substr(0, colon), port = s.substr(colon + 1);
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  unsigned long p = std::stoul(std::string(port));
+  if (p > 65535) return std::nullopt;
+  Address a;
+  a.port = static_cast<std::uint16_t>(p);
+  unsigned char buf[16];
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    a.host = host.substr(1, host.size() - 2);
+    if (inet_pton(AF_INET6, a.host.c_str(), buf) != 1) return std::nullopt;
+  } else if (host == "localhost") {
+    a.host = "127.0.0.1";
+  } else {
+    a.host = host;
+    if (inet_pton(AF_INET, a.host.c_str(), buf) != 1) return std::nullopt;
+  }
+  return a;
+}
+
+std::optional<Address> listener_value(std::string_view key, std::string_view text) {
+  if (text == "off") return std::nullopt;
+  auto a = parse_address(text);
+  if (!a) fail(key, "bad address " + in_quotes(text) + " (expected host:port or off)");
+  return a;
+}
+
+void check_region(std::string_view key, std::string_view region) {
+  bool ok = !region.empty() && region.size() <= 64 &&
+            std::all_of(region.begin(), region.end(), [](char c) {
+              return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                     c == '-' || c == '_' || c == '.';
+            });
+  if (!ok) {
+    fail(key, "bad region " + in_quotes(region) + " (expected 1..64 of A-Z a-z 0-9 - _ .)");
+  }
+}
+
+// Typed readers of one JSON value; `key` is its dotted path for messages.
+std::string string_of(std::string_view key, const json& v) {
+  if (!v.is_string()) fail(key, "expected a string, got " + std::string(json_type(v)));
+  auto s = v.get<std::string>();
+  if (s.empty()) fail(key, "must not be empty");
+  return s;
+}
+
+std::uint64_t integer_of(std::string_view key, const json& v, std::uint64_t min,
+                         std::uint64_t max) {
+  if (!v.is_number_unsigned()) {
+    fail(key, "expected a non-negative integer, got " + std::string(json_type(v)));
+  }
+  auto n = v.get<std::uint64_t>();
+  if (n < min || n > max) {
+    fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " +
+                  std::to_string(n));
+  }
+  return n;
+}
+
+std::string one_of(std::string_view key, const json& v, auto&& allowed) {
+  auto s = string_of(key, v);
+  if (std::find(std::begin(allowed), std::end(allowed), s) == std::end(allowed)) {
+    fail(key, "expected one of " + join(allowed) + ", got " + in_quotes(s));
+  }
+  return s;
+}
+
+// Calls on(name, value) for each member of an object; any other name is an
+// unknown key. `prefix` is the object's own dotted path ("" at the top).
+template <class On>
+void members(std::string_view prefix, const json& object,
+             std::initializer_list<std::string_view> known, On on) {
+  std::string where = prefix.empty() ? "(top level)" : std::string(prefix);
+  if (!object.is_object()) fail(where, "expected an object, got " + std::string(json_type(object)));
+  for (const auto& [name, value] : object.items()) {
+    std::string key = prefix.empty() ? name : std::string(prefix) + "." + name;
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      fail(key, "unknown key (expected one of " + join(known) + ")");
+    }
+    on(std::string_view(name), key, value);
+  }
+}
+
+void apply_listeners(Config& c, const json& object) {
+  members("listeners", object, {"s3", "rest", "nfs", "smb", "sftp"},
+          [&](std::string_view name, const std::string& key, const json& v) {
+            if (!v.is_string()) {
+              fail(key, "expected a string (host:port or off), got " + std::string(json_type(v)));
+            }
+            c.listeners[std::string(name)] = listener_value(key, v.get<std::string>());
+          });
+}
+
+void apply_log(Config& c, const json& object) {
+  members("log", object, {"level", "format", "file"},
+          [&](std::string_view name, const std::string& key, const json& v) {
+            if (name == "level") {
+              c.log.level = one_of(key, v, kLogLevels);
+            } else if (name == "format") {
+              c.log.format =
+                  one_of(key, v, std::array<std::string_view, 2>{"text", "json"}) == "json"
+                      ? LogFormat::json
+                      : LogFormat::text;
+            } else {
+              c.log.file = string_of(key, v);
+            }
+          });
+}
+
+void apply_namespace(Config& c, const json& object) {
+  constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
+  members("namespace", object,
+          {"inode_cache_entries", "retain_versions", "max_file_size", "blocking_threads",
+           "metadata_cache_bytes"},
+          [&](std::string_view name, const std::string& key, const json& v) {
+            if (name == "inode_cache_entries") {
+              c.ns.inode_cache_entries = integer_of(key, v, 1, kMax);
+            } else if (name == "retain_versions") {
+              c.ns.retain_versions = static_cast<std::uint32_t>(integer_of(key, v, 1, 1'000'000));
+            } else if (name == "max_file_size") {
+              c.ns.max_file_size = integer_of(key, v, 1, kMax);
+            } else if (name == "blocking_threads") {
+              c.ns.blocking_threads = integer_of(key, v, 1, 1024);
+            } else {
+              c.ns.metadata_cache_bytes = integer_of(key, v, 0, kMax);
+            }
+          });
+}
+
+void apply_file(Config& c, const json& root) {
+  members("", root, {"data_dir", "region", "listeners", "threads", "log", "namespace"},
+          [&](std::string_view name, const std::string& key, const json& v) {
+            if (name == "data_dir") {
+              c.data_dir = string_of(key, v);
+            } else if (name == "region") {
+              c.region = string_of(key, v);
+              check_region(key, c.region);
+            } else if (name == "listeners") {
+              apply_listeners(c, v);
+            } else if (name == "threads") {
+              c.threads = static_cast<unsigned>(integer_of(key, v, 0, 1024));
+            } else if (name == "log") {
+              apply_log(c, v);
+            } else {
+              apply_namespace(c, v);
+            }
+          });
+}
+
+void apply_overrides(Config& c, const Overrides& o) {
+  if (o.data_dir) {
+    if (o.data_dir->empty()) fail("data_dir (--data)", "must not be empty");
+    c.data_dir = *o.data_dir;
+  }
+  if (o.region) {
+    check_region("region (--region)", *o.region);
+    c.region = *o.region;
+  }
+  for (const auto& [protocol, text] : o.listeners) {
+    std::string key = "listeners." + protocol + " (--" + protocol + ")";
+    if (!c.listeners.contains(protocol)) fail(key, "unknown listener");
+    c.listeners[protocol] = listener_value(key, text);
+  }
+}
+
+// Two enabled listeners on one fixed address would fail at bind time with a
+// message that names neither; say which.
+void check_distinct(const Config& c) {
+  for (auto a = c.listeners.begin(); a != c.listeners.end(); ++a) {
+    for (auto b = std::next(a); b != c.listeners.end(); ++b) {
+      if (a->second && b->second && a->second->port != 0 && *a->second == *b->second) {
+        fail("listeners." + b->first,
+             a->second->to_string() + " is also the address of listeners." + a->first);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void throw_exception_from_error(const ConfigError& e, const boost::source_location&) {
+  throw std::runtime_error(e.message);
+}
+
+std::string Address::to_string() const {
+  std::string h = host.find(':') == std::string::npos ? host : "[" + host + "]";
+  return h + ":" + std::to_string(port);
+}
+
+Config default_config() {
+  Config c;
+  for (const auto& d : kDefaultListeners) {
+    c.listeners[std::string(d.protocol)] = Address{"127.0.0.1", d.port};
+  }
+  return c;
+}
+
+ConfigResult load_text(std::string_view text, std::string_view origin, const Overrides& overrides) {
+  Config c = default_config();
+  try {
+    json root;
+    try {
+      root = json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+    } catch (const json::parse_error& e) {
+      // what() is "[json.exception.parse_error.101] parse error at line 3, ...".
+      std::string what = e.what();
+      auto bracket = what.find("] ");
+      fail(origin, bracket == std::string::npos ? what : what.substr(bracket + 2));
+    }
+    apply_file(c, root);
+    apply_overrides(c, overrides);
+    check_distinct(c);
+  } catch (const Invalid& e) {
+    return ConfigError{e.message};
+  }
+  c.ns.data_dir = c.data_dir;
+  return c;
+}
+
+ConfigResult load(const std::optional<std::filesystem::path>& file, const Overrides& overrides) {
+  if (!file) return load_text("{}", "(defaults)", overrides);
+  auto cannot_read = [&](const std::string& why) {
+    return ConfigError{"config: " + file->string() + ": cannot read: " + why};
+  };
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(*file, ec)) {
+    return cannot_read(ec ? ec.message() : "not a regular file");
+  }
+  std::ifstream in(*file, std::ios::binary);
+  if (!in) return cannot_read(std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return cannot_read(std::strerror(errno));
+  return load_text(text.str(), file->string(), overrides);
+}
+
+std::optional<ConfigError> prepare_data_dir(const Config& config) {
+  namespace fs = std::filesystem;
+  const fs::path dir = config.data_dir;
+  auto error = [&](std::string_view problem) {
+    return ConfigError{"config: data_dir: " + in_quotes(dir.string()) + " " + std::string(problem)};
+  };
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return error("cannot be created: " + ec.message());
+  if (!fs::is_directory(dir, ec)) return error("is not a directory");
+  // access(2) says yes to root even where it may not write; creating a file
+  // is the only honest test.
+  auto probe = dir / (".weft-write-test." + std::to_string(::getpid()));
+  int fd = ::open(probe.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0) return error(std::string("is not writable: ") + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return std::nullopt;
+}
+
+}  // namespace weft::gateway

@@ -1,0 +1,75 @@
+// The gateway's configuration: built-in defaults, then a JSON file (comments
+// allowed), then command-line overrides, validated strictly at start. Any
+// problem (an unknown key at any level, a wrong type, a bad address, a value
+// out of range, an unwritable data dir) is one message that names the key,
+// e.g. `config: listeners.s3: bad address "x:y" (expected host:port or off)`.
+// conf/weft.example.json documents every option.
+#pragma once
+
+#include "gateway/ns/namespace.hpp"
+
+#include <boost/system/result.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace weft::gateway {
+
+// A listening address: an IP literal and a port (0: any free port).
+struct Address {
+  std::string host;  // "127.0.0.1", "::1" (no brackets)
+  std::uint16_t port = 0;
+  // "127.0.0.1:9000", "[::1]:9000": the form the config and endpoints.json use.
+  std::string to_string() const;
+  friend bool operator==(const Address&, const Address&) = default;
+};
+
+enum class LogFormat { text, json };
+
+struct LogConfig {
+  std::string level = "info";  // trace debug info warn error critical off
+  LogFormat format = LogFormat::text;
+  std::string file;  // empty: standard error
+};
+
+struct Config {
+  std::string data_dir = "./weft-data";
+  std::string region = "us-east-1";
+  // One entry per protocol (s3 rest nfs smb sftp); nullopt: the listener is off.
+  std::map<std::string, std::optional<Address>, std::less<>> listeners;
+  unsigned threads = 0;  // io_context threads; 0: one per core
+  LogConfig log;
+  // The namespace options; their data_dir is always the one above.
+  ns::Options ns;
+};
+
+// Command-line values, applied over the file.
+struct Overrides {
+  std::optional<std::string> data_dir;
+  std::optional<std::string> region;
+  std::map<std::string, std::string> listeners;  // protocol -> "host:port" or "off"
+};
+
+struct ConfigError {
+  std::string message;  // "config: <key>: <problem>"
+};
+// Found by argument-dependent lookup when result<T, ConfigError>::value() fails.
+[[noreturn]] void throw_exception_from_error(const ConfigError& e,
+                                             const boost::source_location& loc);
+
+using ConfigResult = boost::system::result<Config, ConfigError>;
+
+// The built-in defaults alone (127.0.0.1 default ports, ./weft-data).
+Config default_config();
+// Defaults, then the JSON text (`origin` names it in parse errors), then overrides.
+ConfigResult load_text(std::string_view json, std::string_view origin, const Overrides& overrides);
+// Defaults, then the file when given, then overrides.
+ConfigResult load(const std::optional<std::filesystem::path>& file, const Overrides& overrides);
+// Creates the data dir if needed and checks that files can be created in it.
+std::optional<ConfigError> prepare_data_dir(const Config& config);
+
+}  // namespace weft::gateway

@@ -1,0 +1,90 @@
+// The `weft` command. Exit codes: 0 normal, 2 a configuration or usage
+// error (one message naming the key or flag), 1 any other failure.
+#include "gateway/config.hpp"
+#include "gateway/logging.hpp"
+#include "gateway/server.hpp"
+#include "protocols/registry.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <string>
+
+namespace {
+
+constexpr int kConfigError = 2;
+
+int serve(const std::optional<std::filesystem::path>& config_file,
+          const weft::gateway::Overrides& overrides) {
+  using namespace weft::gateway;
+  auto config = load(config_file, overrides);
+  if (!config) {
+    std::fprintf(stderr, "%s\n", config.error().message.c_str());
+    return kConfigError;
+  }
+  auto failure = prepare_data_dir(*config);
+  if (!failure) failure = setup_logging(config->log);
+  if (failure) {
+    std::fprintf(stderr, "%s\n", failure->message.c_str());
+    return kConfigError;
+  }
+  weft::protocols::Registry registry;
+  weft::protocols::register_all(registry);
+  Server server(std::move(*config), registry);
+  return server.run();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Weft: one namespace served over S3, REST, NFS, SMB and SFTP.", "weft"};
+  app.set_version_flag("--version", "weft " WEFT_VERSION);
+  app.require_subcommand(1);
+
+  auto* serve_cmd = app.add_subcommand("serve", "Serve the namespace in a data directory.");
+  std::string config_file, data_dir, region;
+  auto* config_opt =
+      serve_cmd
+          ->add_option("--config", config_file, "JSON configuration file (// comments allowed)")
+          ->type_name("FILE");
+  auto* data_opt = serve_cmd->add_option("--data", data_dir, "Data directory (default ./weft-data)")
+                       ->type_name("DIR");
+  const auto defaults = weft::gateway::default_config();
+  std::map<std::string, std::string> addresses;
+  std::map<std::string, CLI::Option*> address_opts;
+  for (std::string_view name : weft::protocols::kProtocols) {
+    std::string protocol(name);
+    std::string help = protocol +
+                       " listener: host:port (port 0 picks a free port) or off (default " +
+                       defaults.listeners.at(protocol)->to_string() + ")";
+    address_opts[protocol] =
+        serve_cmd->add_option("--" + protocol, addresses[protocol], help)->type_name("ADDR");
+  }
+  auto* region_opt =
+      serve_cmd->add_option("--region", region, "Region name (default " + defaults.region + ")")
+          ->type_name("NAME");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version arrive here too, with exit code 0.
+    return app.exit(e) == 0 ? 0 : kConfigError;
+  }
+
+  weft::gateway::Overrides overrides;
+  if (data_opt->count()) overrides.data_dir = data_dir;
+  if (region_opt->count()) overrides.region = region;
+  for (const auto& [protocol, opt] : address_opts) {
+    if (opt->count()) overrides.listeners[protocol] = addresses[protocol];
+  }
+  std::optional<std::filesystem::path> file;
+  if (config_opt->count()) file = config_file;
+  try {
+    return serve(file, overrides);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "weft: %s\n", e.what());
+    return 1;
+  }
+}

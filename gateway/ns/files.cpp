@@ -1,0 +1,626 @@
+// File content: handles, reads and writes on working files, durability,
+// sealing into versions, staged (atomically replacing) files, recovery.
+#include "gateway/ns/impl.hpp"
+
+#include "backend/data/manifest.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace weft::ns {
+
+namespace {
+
+Errc from_errno(int e) {
+  switch (e) {
+    case ENOSPC:
+    case EDQUOT: return Errc::no_space;
+    case EFBIG: return Errc::too_big;
+    case ENOENT: return Errc::stale;
+    default: return Errc::io;
+  }
+}
+
+std::string be_offset_length(std::uint64_t off, std::uint32_t len) {
+  std::string v;
+  for (int i = 7; i >= 0; --i) v.push_back(static_cast<char>((off >> (i * 8)) & 0xff));
+  for (int i = 3; i >= 0; --i) v.push_back(static_cast<char>((len >> (i * 8)) & 0xff));
+  return v;
+}
+
+// pread until `out` is full or the file ends; what the file lacks reads as
+// zeros (a file extended by truncate or a sparse write past the data).
+Status read_fully(int fd, std::uint64_t off, std::span<std::byte> out) {
+  std::size_t done = 0;
+  while (fd >= 0 && done < out.size()) {
+    ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(off + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return from_errno(errno);
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  std::memset(out.data() + done, 0, out.size() - done);
+  return {};
+}
+
+}  // namespace
+
+FileState::~FileState() {
+  if (fd >= 0) ::close(fd);
+}
+
+std::shared_ptr<FileState> Namespace::Impl::file_state(const rec::InodeRec& r) {
+  std::lock_guard lock(files_mu);
+  auto& slot = open_files[r.attr.ino];
+  if (!slot) {
+    auto fs = std::make_shared<FileState>();
+    fs->ino = r.attr.ino;
+    fs->fid = r.fid;
+    // A dirty inode's data file is a durable working file, still writable.
+    fs->working = r.attr.dirty && r.fid != 0;
+    fs->unsealed = r.attr.dirty;
+    fs->size = r.attr.size;
+    fs->mtime_ns = r.attr.mtime_ns;
+    fs->ctime_ns = r.attr.ctime_ns;
+    if (r.fid) fs->fd = store->open_file(r.attr.ino, r.fid, fs->working ? O_RDWR : O_RDONLY);
+    if (fs->fd < 0 && r.fid) {
+      spdlog::error("ns: data file {}.{} cannot be opened: {}", r.attr.ino, r.fid, std::strerror(-fs->fd));
+    }
+    slot = std::move(fs);
+  }
+  slot->handles++;
+  return slot;
+}
+
+void Namespace::Impl::detach(const std::shared_ptr<FileState>& fs) {
+  std::lock_guard lock(files_mu);
+  if (--fs->handles > 0) return;
+  auto it = open_files.find(fs->ino);
+  if (it != open_files.end() && it->second == fs) open_files.erase(it);
+}
+
+Result<HandleRec> Namespace::Impl::handle(Handle h) {
+  std::lock_guard lock(handles_mu);
+  auto it = handles.find(h.id);
+  if (it == handles.end()) return Errc::bad_handle;
+  return it->second;
+}
+
+Result<Handle> Namespace::Impl::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
+  auto r = load_inode(ino);
+  if (!r) return r.error();
+  if (r->attr.type == FileType::directory) return Errc::is_dir;
+  if (r->attr.type != FileType::regular) return Errc::invalid;
+  if (!flags.read && !flags.write) return Errc::invalid;
+  if ((flags.truncate || flags.append) && !flags.write) return Errc::invalid;
+  if (flags.read)
+    if (auto s = may(ctx, r->attr, 4); !s) return s.error();
+  if (flags.write) {
+    if (auto s = may_write_export(ctx); !s) return s.error();
+    if (auto s = may(ctx, r->attr, 2); !s) return s.error();
+  }
+  auto fs = file_state(*r);
+  if (flags.write) {
+    std::unique_lock lock(fs->mu);
+    fs->writers++;
+    if (flags.truncate) {
+      if (auto s = truncate_locked(*fs, 0); !s) {
+        fs->writers--;
+        lock.unlock();
+        detach(fs);
+        return s.error();
+      }
+    }
+  }
+  std::lock_guard lock(handles_mu);
+  Handle h{next_handle++};
+  handles.emplace(h.id, HandleRec{fs, flags});
+  return h;
+}
+
+Result<Handle> Namespace::Impl::stage(const OpContext& ctx, Ino dir, std::string_view name,
+                                      std::uint32_t mode) {
+  if (name.size() > 255) return Errc::name_too_long;
+  if (name.empty() || name == "." || name == ".." ||
+      name.find_first_of(std::string_view("/\0", 2)) != std::string_view::npos)
+    return Errc::bad_name;
+  if (auto s = may_write_export(ctx); !s) return s.error();
+  auto d = load_inode(dir);
+  if (!d) return d.error();
+  if (auto s = may_change_entries(ctx, d->attr, nullptr); !s) return s.error();
+  auto fs = std::make_shared<FileState>();
+  fs->staged = true;
+  fs->staging_id = next_staging++;
+  fs->fd = store->open_staging(fs->staging_id);
+  if (fs->fd < 0) return from_errno(-fs->fd);
+  fs->working = true;
+  fs->stream_valid = true;
+  fs->handles = 1;
+  fs->writers = 1;
+  fs->mtime_ns = fs->ctime_ns = now_ns();
+  fs->stage_dir = dir;
+  fs->stage_name = std::string(name);
+  fs->stage_mode = mode & 07777;
+  std::lock_guard lock(handles_mu);
+  Handle h{next_handle++};
+  handles.emplace(h.id, HandleRec{fs, {.read = true, .write = true}});
+  return h;
+}
+
+Result<std::size_t> Namespace::Impl::read(const OpContext&, Handle h, std::uint64_t off,
+                                          std::span<std::byte> out) {
+  auto hr = handle(h);
+  if (!hr) return hr.error();
+  if (!hr->flags.read) return Errc::bad_handle;
+  FileState& fs = *hr->file;
+  std::shared_lock lock(fs.mu);
+  if (off >= fs.size) return std::size_t{0};
+  std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), fs.size - off));
+  if (auto s = read_fully(fs.fd, off, out.first(n)); !s) return s.error();
+  bytes_read->inc(n);
+  return n;
+}
+
+Status Namespace::Impl::ensure_working(FileState& fs, bool keep_content) {
+  if (fs.working) return {};
+  auto fid = fid_alloc.next(*kv);
+  if (!fid) return fid.error();
+  int fd;
+  bool cloned = keep_content && fs.fid != 0 && fs.size > 0;
+  if (cloned) {
+    if (int e = store->clone(fs.ino, fs.fid, *fid); e < 0) return from_errno(-e);
+    fd = store->open_file(fs.ino, *fid, O_RDWR);
+  } else {
+    fd = store->open_file(fs.ino, *fid, O_RDWR | O_CREAT | O_EXCL);
+  }
+  if (fd < 0) return from_errno(-fd);
+  if (!keep_content) fs.size = 0;
+  if (!cloned && fs.size > 0 && ::ftruncate(fd, static_cast<off_t>(fs.size)) != 0) {
+    int e = errno;
+    ::close(fd);
+    store->remove(fs.ino, *fid);
+    return from_errno(e);
+  }
+  if (fs.fd >= 0) ::close(fs.fd);
+  fs.fd = fd;
+  fs.fid = *fid;
+  fs.working = true;
+  fs.stream = data::Chunker();
+  fs.streamed = 0;
+  fs.stream_valid = fs.size == 0;
+  return {};
+}
+
+Status Namespace::Impl::truncate_locked(FileState& fs, std::uint64_t size) {
+  if (size == 0 && !fs.working) {
+    if (auto s = ensure_working(fs, false); !s) return s;
+  } else {
+    if (auto s = ensure_working(fs, true); !s) return s;
+    if (::ftruncate(fs.fd, static_cast<off_t>(size)) != 0) return from_errno(errno);
+  }
+  if (size == 0) {
+    fs.stream = data::Chunker();
+    fs.streamed = 0;
+    fs.stream_valid = true;
+  } else if (size < fs.streamed) {
+    fs.stream_valid = false;
+  }
+  fs.size = size;
+  fs.mtime_ns = fs.ctime_ns = now_ns();
+  fs.unsealed = fs.unsynced = true;
+  return {};
+}
+
+Result<std::size_t> Namespace::Impl::write(const OpContext&, Handle h, std::uint64_t off,
+                                           std::span<const std::byte> data) {
+  auto hr = handle(h);
+  if (!hr) return hr.error();
+  if (!hr->flags.write) return Errc::bad_handle;
+  FileState& fs = *hr->file;
+  std::unique_lock lock(fs.mu);
+  if (fs.committed) return Errc::bad_handle;
+  if (hr->flags.append) off = fs.size;
+  if (off > opt.max_file_size || data.size() > opt.max_file_size - off) return Errc::too_big;
+  if (data.empty()) return std::size_t{0};
+  if (auto s = ensure_working(fs, true); !s) return s.error();
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::pwrite(fs.fd, data.data() + done, data.size() - done, static_cast<off_t>(off + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return from_errno(errno);
+    done += static_cast<std::size_t>(n);
+  }
+  if (fs.stream_valid && off == fs.streamed && fs.streamed == fs.size) {
+    fs.stream.update(data);
+    fs.streamed += data.size();
+  } else if (off < fs.size || off != fs.streamed) {
+    fs.stream_valid = false;
+  }
+  fs.size = std::max<std::uint64_t>(fs.size, off + data.size());
+  fs.mtime_ns = fs.ctime_ns = now_ns();
+  fs.unsealed = fs.unsynced = true;
+  bytes_written->inc(data.size());
+  return data.size();
+}
+
+Result<std::vector<data::Chunk>> Namespace::Impl::chunks_of(FileState& fs) {
+  if (fs.stream_valid && fs.streamed == fs.size) {
+    fs.stream.finish();
+    fs.stream_valid = false;
+    return fs.stream.take_chunks();
+  }
+  std::vector<data::Chunk> out;
+  if (int e = data::chunk_file(fs.fd, fs.size, data::ChunkParams{}, &out); e != 0) return from_errno(e);
+  return out;
+}
+
+void Namespace::Impl::record_version(Batch& b, rec::InodeRec& r, std::uint64_t fid,
+                                     const std::vector<data::Chunk>& chunks) {
+  Ino ino = r.attr.ino;
+  std::uint64_t v = r.attr.version + 1;
+  data::Manifest m{r.attr.size, chunks};
+  b.txn->put(rec::key_version(ino, v), rec::encode(rec::VersionRec{fid, r.attr.mtime_ns, data::encode_manifest(m)}));
+  for (const auto& c : chunks) b.txn->put(rec::key_chunk(to_sha(c.digest), ino, v), be_offset_length(c.offset, c.length));
+  r.attr.version = v;
+  r.fid = fid;
+  r.attr.dirty = false;
+  b.txn->erase(rec::key_unsealed(ino));
+  b.change({.op = "seal", .ino = ino, .version = v});
+  b.after_commit.push_back([this] { seals->inc(); });
+}
+
+Status Namespace::Impl::trim_versions(Batch& b, const rec::InodeRec& r) {
+  Ino ino = r.attr.ino;
+  std::vector<std::pair<std::string, std::string>> all;
+  std::string p = rec::key_version_prefix(ino);
+  kv::Status s = b.txn->scan(p, kv::prefix_end(p), 0, [&](std::string_view k, std::string_view v) {
+    all.emplace_back(k, v);
+    return true;
+  });
+  if (!s.ok()) return Errc::io;
+  std::size_t keep = std::max<std::uint32_t>(opt.retain_versions, 1);
+  for (std::size_t i = 0; i + keep < all.size(); ++i) {
+    const auto& [k, v] = all[i];
+    b.txn->erase(k);
+    auto vr = rec::decode_version(v);
+    if (!vr) continue;
+    if (vr->fid != r.fid) b.unlink_after.emplace_back(ino, vr->fid);
+    if (auto m = data::decode_manifest(vr->manifest))
+      for (const auto& c : m->chunks) b.txn->erase(rec::key_chunk(to_sha(c.digest), ino, rec::key_tail64(k)));
+  }
+  return {};
+}
+
+Result<Attr> Namespace::Impl::persist(FileState& fs, bool seal) {
+  if (fs.removed) return Errc::stale;
+  if (fs.working && fs.unsynced) {
+    if (int e = store->sync(fs.fd, fs.ino); e < 0) return from_errno(-e);
+    fs.unsynced = false;
+  }
+  std::vector<data::Chunk> chunks;
+  bool sealing = seal && fs.working;
+  if (sealing) {
+    auto c = chunks_of(fs);
+    if (!c) return c.error();
+    chunks = std::move(*c);
+  }
+  auto r = transact<rec::InodeRec>([&](Batch& b) -> Result<rec::InodeRec> {
+    auto r = txn_inode(*b.txn, fs.ino);
+    if (!r) return r.error();
+    if (!fs.working) return *r;
+    std::uint64_t old_fid = r->fid;
+    bool old_is_version = !r->attr.dirty;
+    r->attr.size = fs.size;
+    r->attr.mtime_ns = fs.mtime_ns;
+    r->attr.ctime_ns = std::max(r->attr.ctime_ns, fs.ctime_ns);
+    r->attr.change++;
+    if (sealing) {
+      record_version(b, *r, fs.fid, chunks);
+      if (auto s = trim_versions(b, *r); !s) return s.error();
+    } else {
+      r->fid = fs.fid;
+      r->attr.dirty = true;
+      b.txn->put(rec::key_unsealed(fs.ino), "");
+      b.change({.op = "write", .ino = fs.ino});
+    }
+    // A durable working file that this one replaces is garbage now.
+    if (old_fid && old_fid != fs.fid && !old_is_version) b.unlink_after.emplace_back(fs.ino, old_fid);
+    b.put_inode(*r);
+    b.after_commit.push_back([this, c = *r] { inodes.put(c.attr.ino, c); });
+    return *r;
+  });
+  if (!r) return r.error();
+  if (sealing) {
+    fs.working = false;
+    fs.unsealed = false;
+  }
+  Attr a = r->attr;
+  a.dirty = fs.unsealed;
+  return a;
+}
+
+Status Namespace::Impl::flush(const OpContext&, Handle h) {
+  auto hr = handle(h);
+  if (!hr) return hr.error();
+  FileState& fs = *hr->file;
+  if (fs.staged) {
+    std::unique_lock lock(fs.mu);
+    if (!fs.committed && ::fdatasync(fs.fd) != 0) return from_errno(errno);
+    return {};
+  }
+  auto locks = lock_inodes({fs.ino});
+  std::unique_lock lock(fs.mu);
+  if (!fs.working || !fs.unsynced) return {};
+  if (auto r = persist(fs, false); !r) return r.error();
+  return {};
+}
+
+Result<Attr> Namespace::Impl::commit(const OpContext& ctx, Handle h) {
+  auto hr = handle(h);
+  if (!hr) return hr.error();
+  FileState& fs = *hr->file;
+  if (fs.staged) return commit_staged(ctx, fs);
+  auto locks = lock_inodes({fs.ino});
+  std::unique_lock lock(fs.mu);
+  int others = fs.writers - (hr->flags.write ? 1 : 0);
+  return persist(fs, others == 0);
+}
+
+Result<Attr> Namespace::Impl::commit_ino(const OpContext& ctx, Ino ino) {
+  auto r = load_inode(ino);
+  if (!r) return r.error();
+  if (r->attr.type != FileType::regular) return live_attr(*r);
+  auto fs = file_state(*r);
+  Result<Attr> out = Errc::io;
+  {
+    auto locks = lock_inodes({ino});
+    std::unique_lock lock(fs->mu);
+    out = persist(*fs, fs->writers == 0);
+  }
+  detach(fs);
+  return out;
+}
+
+Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs) {
+  Ino dir = fs.stage_dir;
+  const std::string& name = fs.stage_name;
+  {
+    std::unique_lock lock(fs.mu);
+    if (fs.committed) return Errc::bad_handle;
+    if (::fdatasync(fs.fd) != 0) return from_errno(errno);
+  }
+  for (;;) {
+    auto e0 = load_entry(dir, name);
+    if (!e0 && e0.error() != make_error_code(Errc::not_found)) return e0.error();
+    Ino target = e0 ? e0->ino : 0;
+    auto locks = lock_inodes({dir, target});
+    std::unique_lock lock(fs.mu);
+    if (fs.committed) return Errc::bad_handle;
+    auto chunks = chunks_of(fs);
+    if (!chunks) return chunks.error();
+    std::uint64_t promoted_fid = 0;
+    Ino promoted_ino = 0;
+    auto r = transact<std::optional<rec::InodeRec>>([&](Batch& b) -> Result<std::optional<rec::InodeRec>> {
+      auto d = txn_inode(*b.txn, dir);
+      if (!d) return d.error();
+      auto e = txn_entry(*b.txn, dir, name);
+      if ((e ? e->ino : 0) != target) return std::optional<rec::InodeRec>();  // changed: retry
+      rec::InodeRec node;
+      if (e && e->type == FileType::regular) {
+        auto t = txn_inode(*b.txn, e->ino);
+        if (!t) return t.error();
+        if (auto s = may(ctx, t->attr, 2); !s) return s.error();
+        if (auto s = may_write_export(ctx); !s) return s.error();
+        node = *t;
+        if (node.attr.dirty && node.fid) b.unlink_after.emplace_back(node.attr.ino, node.fid);
+      } else {
+        if (e && e->type == FileType::directory) return Errc::is_dir;
+        if (auto s = may_change_entries(ctx, d->attr, nullptr); !s) return s.error();
+        if (e) {  // a symlink: replaced by the new file
+          auto t = txn_inode(*b.txn, e->ino);
+          if (!t) return t.error();
+          drop_entry(b, dir, name, *e);
+          if (auto s = drop_inode(b, *t); !s) return s.error();
+        }
+        auto n = new_inode(ctx, FileType::regular, fs.stage_mode, *d);
+        if (!n) return n.error();
+        node = *n;
+        add_entry(b, *d, name, node);
+        b.put_inode(*d);
+        b.after_commit.push_back([this, d = *d] {
+          inodes.put(d.attr.ino, d);
+          inode_count++;
+        });
+        b.change({.op = "create", .ino = node.attr.ino, .parent = dir, .name = name});
+      }
+      if (promoted_ino != node.attr.ino) {
+        if (promoted_fid) store->remove(promoted_ino, promoted_fid);
+        auto fid = fid_alloc.next(*kv);
+        if (!fid) return fid.error();
+        if (int err = store->promote(fs.staging_id, node.attr.ino, *fid); err < 0) return from_errno(-err);
+        promoted_ino = node.attr.ino;
+        promoted_fid = *fid;
+      }
+      std::int64_t now = now_ns();
+      node.attr.size = fs.size;
+      node.attr.mtime_ns = fs.mtime_ns;
+      node.attr.ctime_ns = now;
+      node.attr.change++;
+      record_version(b, node, promoted_fid, *chunks);
+      if (auto s = trim_versions(b, node); !s) return s.error();
+      b.put_inode(node);
+      b.after_commit.push_back([this, node] { inodes.put(node.attr.ino, node); });
+      return std::optional<rec::InodeRec>(node);
+    });
+    if (!r) {
+      if (promoted_fid) store->remove(promoted_ino, promoted_fid);
+      if (promoted_fid) fs.committed = true;  // the staging file is gone
+      return r.error();
+    }
+    if (!*r) {
+      if (promoted_fid) {
+        // Lost a race for the name after moving the data: move it back.
+        fs.committed = true;
+        store->remove(promoted_ino, promoted_fid);
+        return Errc::conflict;
+      }
+      continue;
+    }
+    fs.committed = true;
+    fs.working = false;
+    const rec::InodeRec& node = **r;
+    // Handles open on the replaced file now see the new version.
+    std::shared_ptr<FileState> live;
+    {
+      std::lock_guard flock(files_mu);
+      auto it = open_files.find(node.attr.ino);
+      if (it != open_files.end()) live = it->second;
+    }
+    if (live) {
+      std::unique_lock llock(live->mu);
+      if (live->working && live->fid != node.fid) store->remove(node.attr.ino, live->fid);
+      int fd = store->open_file(node.attr.ino, node.fid, O_RDONLY);
+      if (live->fd >= 0) ::close(live->fd);
+      live->fd = fd;
+      live->fid = node.fid;
+      live->working = false;
+      live->unsealed = live->unsynced = false;
+      live->stream_valid = false;
+      live->size = node.attr.size;
+      live->mtime_ns = node.attr.mtime_ns;
+    }
+    return node.attr;
+  }
+}
+
+Status Namespace::Impl::release(const OpContext&, Handle h) {
+  HandleRec hr;
+  {
+    std::lock_guard lock(handles_mu);
+    auto it = handles.find(h.id);
+    if (it == handles.end()) return Errc::bad_handle;
+    hr = std::move(it->second);
+    handles.erase(it);
+  }
+  FileState& fs = *hr.file;
+  if (fs.staged) {
+    std::unique_lock lock(fs.mu);
+    if (!fs.committed) store->remove_staging(fs.staging_id);
+    return {};
+  }
+  Status out;
+  {
+    auto locks = lock_inodes({fs.ino});
+    std::unique_lock lock(fs.mu);
+    if (hr.flags.write) fs.writers--;
+    if (fs.writers == 0 && fs.working && fs.unsealed && !fs.removed) {
+      if (auto r = persist(fs, true); !r) out = r.error();
+    }
+    bool last = fs.handles == 1;
+    if (last && fs.removed && fs.working) store->remove(fs.ino, fs.fid);
+  }
+  detach(hr.file);
+  return out;
+}
+
+Result<std::vector<VersionInfo>> Namespace::Impl::versions(const OpContext& ctx, Ino ino) {
+  auto r = load_inode(ino);
+  if (!r) return r.error();
+  if (r->attr.type != FileType::regular) return Errc::invalid;
+  if (auto s = may(ctx, r->attr, 4); !s) return s.error();
+  std::vector<VersionInfo> out;
+  bool corrupt = false;
+  std::string p = rec::key_version_prefix(ino);
+  kv::Status s = kv->scan(p, kv::prefix_end(p), 0, [&](std::string_view k, std::string_view v) {
+    auto vr = rec::decode_version(v);
+    auto m = vr ? data::decode_manifest(vr->manifest) : std::nullopt;
+    if (!m) return !(corrupt = true);
+    out.push_back({rec::key_tail64(k), m->size, vr->mtime_ns, m->chunks.size(), to_sha(data::manifest_id(*m))});
+    return true;
+  });
+  if (!s.ok() || corrupt) return Errc::io;
+  return out;
+}
+
+namespace {
+Result<rec::VersionRec> version_record(kv::Store& kv, Ino ino, std::uint64_t version) {
+  std::string v;
+  kv::Status s = kv.get(rec::key_version(ino, version), &v);
+  if (s.not_found()) return Errc::not_found;
+  if (!s.ok()) return Errc::io;
+  auto vr = rec::decode_version(v);
+  if (!vr) return Errc::io;
+  return *vr;
+}
+}  // namespace
+
+Result<std::vector<ChunkInfo>> Namespace::Impl::chunks(const OpContext& ctx, Ino ino, std::uint64_t version) {
+  auto r = load_inode(ino);
+  if (!r) return r.error();
+  if (auto s = may(ctx, r->attr, 4); !s) return s.error();
+  auto vr = version_record(*kv, ino, version);
+  if (!vr) return vr.error();
+  auto m = data::decode_manifest(vr->manifest);
+  if (!m) return Errc::io;
+  std::vector<ChunkInfo> out;
+  out.reserve(m->chunks.size());
+  for (const auto& c : m->chunks) out.push_back({c.offset, c.length, to_sha(c.digest)});
+  return out;
+}
+
+Result<std::size_t> Namespace::Impl::read_version(const OpContext& ctx, Ino ino, std::uint64_t version,
+                                                  std::uint64_t off, std::span<std::byte> out) {
+  auto r = load_inode(ino);
+  if (!r) return r.error();
+  if (auto s = may(ctx, r->attr, 4); !s) return s.error();
+  auto vr = version_record(*kv, ino, version);
+  if (!vr) return vr.error();
+  auto m = data::decode_manifest(vr->manifest);
+  if (!m) return Errc::io;
+  if (off >= m->size) return std::size_t{0};
+  std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), m->size - off));
+  int fd = store->open_file(ino, vr->fid, O_RDONLY);
+  if (fd < 0) return from_errno(-fd);
+  Status s = read_fully(fd, off, out.first(n));
+  ::close(fd);
+  if (!s) return s.error();
+  bytes_read->inc(n);
+  return n;
+}
+
+Status Namespace::Impl::seal_unsealed() {
+  // Files made durable (flush, NFS COMMIT) but not sealed before a stop.
+  std::vector<Ino> dirty;
+  std::string p(1, rec::kUnsealedTag);
+  kv::Status s = kv->scan(p, kv::prefix_end(p), 0, [&](std::string_view k, std::string_view) {
+    dirty.push_back(rec::key_tail64(k));
+    return true;
+  });
+  if (!s.ok()) return Errc::io;
+  for (Ino ino : dirty) {
+    auto r = load_inode(ino);
+    if (!r || !r->attr.dirty) continue;
+    auto fs = file_state(*r);
+    {
+      auto locks = lock_inodes({ino});
+      std::unique_lock lock(fs->mu);
+      // Bytes past the committed size were never acknowledged.
+      if (fs->fd >= 0 && ::ftruncate(fs->fd, static_cast<off_t>(fs->size)) == 0) {
+        fs->unsynced = true;
+        if (auto a = persist(*fs, true); !a)
+          spdlog::error("ns: could not seal inode {} on recovery: {}", ino, a.error().message());
+      }
+    }
+    detach(fs);
+  }
+  if (!dirty.empty()) spdlog::info("ns: sealed {} files left unsealed by the last stop", dirty.size());
+  return {};
+}
+
+}  // namespace weft::ns

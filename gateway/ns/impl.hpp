@@ -1,0 +1,283 @@
+// The namespace's internals, shared by its translation units:
+// namespace.cpp (start-up, directories, inodes), files.cpp (content, versions,
+// sealing, recovery) and identity.cpp (users, keys, exports).
+//
+// Concurrency: every change to an inode's metadata holds that inode's stripe
+// mutex from the first read to the cache update after commit, so the caches
+// never go back in time. Stripes are always taken in ascending order;
+// renames of directories between parents also hold rename_mu (the ancestor
+// walk that refuses moving a directory into itself must see a stable tree).
+// Lock order: rename_mu -> stripes -> FileState::mu -> handles_mu/files_mu.
+// Cache misses fill under the stripe of the inode (or parent) they load.
+#pragma once
+
+#include "backend/data/chunker.hpp"
+#include "backend/data/file_store.hpp"
+#include "backend/kv/kv.hpp"
+#include "cache/lru_map.hpp"
+#include "gateway/metrics/metrics.hpp"
+#include "gateway/ns/namespace.hpp"
+#include "gateway/ns/records.hpp"
+
+#include <boost/asio/thread_pool.hpp>
+
+#include <array>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <unordered_map>
+
+namespace weft::ns {
+
+std::int64_t now_ns();
+Sha256 to_sha(const data::Digest& d);
+
+enum class Op : std::uint8_t {
+  lookup, getattr, setattr, readdir, list, create, mkdir, symlink, readlink, link, remove, rmdir,
+  rename, statfs, open, stage, read, write, flush, commit, release, versions, chunks,
+  read_version, getxattr, setxattr, listxattr, removexattr, resolve, identity, exports, count_
+};
+
+struct EntryKey {
+  Ino parent;
+  std::string name;
+  bool operator==(const EntryKey&) const = default;
+};
+struct EntryKeyHash {
+  std::size_t operator()(const EntryKey& k) const {
+    return std::hash<std::string_view>{}(k.name) ^ (k.parent * 0x9E3779B97F4A7C15ull);
+  }
+};
+
+// Hands out numbers from a persisted counter in batches, so that a number is
+// never given twice, even across crashes, without a write per number.
+class Allocator {
+ public:
+  Allocator(std::string key, std::uint64_t batch) : key_(std::move(key)), batch_(batch) {}
+  kv::Status init(kv::Store& store, std::uint64_t first);
+  Result<std::uint64_t> next(kv::Store& store);
+
+ private:
+  std::mutex mu_;
+  std::string key_;
+  std::uint64_t batch_;
+  std::uint64_t next_ = 0, limit_ = 0;
+};
+
+// Live state of a file with open handles or unsealed content. `fd` is the
+// data file that holds the current content: a writable working file
+// (`working`), or the sealed file of the current version, read-only.
+struct FileState {
+  std::shared_mutex mu;
+  Ino ino = 0;
+  int fd = -1;
+  std::uint64_t fid = 0;
+  bool working = false;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::int64_t ctime_ns = 0;
+  bool unsealed = false;  // content differs from the sealed version
+  bool unsynced = false;  // writes not yet fsynced
+  bool removed = false;   // last name removed while open
+  int handles = 0;
+  int writers = 0;
+  // Chunks of the content computed while it was written in order from
+  // byte 0; valid while streamed == size and nothing before it changed.
+  data::Chunker stream;
+  std::uint64_t streamed = 0;
+  bool stream_valid = false;
+  // Staged files: invisible until commit links them under (dir, name).
+  bool staged = false;
+  std::uint64_t staging_id = 0;
+  Ino stage_dir = 0;
+  std::string stage_name;
+  std::uint32_t stage_mode = 0;
+  bool committed = false;  // a staged file after its commit: no more writes
+
+  ~FileState();
+};
+
+struct HandleRec {
+  std::shared_ptr<FileState> file;
+  OpenFlags flags;
+};
+
+// One metadata transaction and what to do once it has committed.
+struct Batch {
+  std::unique_ptr<kv::Txn> txn;
+  std::vector<Change> changes;
+  std::vector<std::function<void()>> after_commit;
+  std::vector<std::pair<Ino, std::uint64_t>> unlink_after;  // data files
+
+  void put_inode(const rec::InodeRec& r);
+  void change(Change c) { changes.push_back(std::move(c)); }
+};
+
+struct UserRecord {
+  User user;
+  std::string pw_salt, pw_hash;  // PBKDF2-HMAC-SHA256
+  std::uint32_t pw_iterations = 0;
+  std::string nt_hash;  // 16 bytes, or empty where MD4 is unavailable
+};
+
+struct Namespace::Impl {
+  explicit Impl(const Options& o);
+  ~Impl();
+
+  Options opt;
+  std::unique_ptr<kv::Store> kv;
+  std::unique_ptr<data::FileStore> store;
+  boost::asio::thread_pool pool;
+  bool created = false;
+  std::atomic<bool> closed{false};
+
+  cache::LruMap<Ino, rec::InodeRec> inodes;
+  cache::LruMap<EntryKey, rec::EntryRec, EntryKeyHash> entries;
+  std::array<std::mutex, 1024> stripes;
+  std::mutex rename_mu;
+
+  Allocator ino_alloc{rec::key_meta("next_ino"), 1024};
+  Allocator fid_alloc{rec::key_meta("next_fid"), 4096};
+  std::atomic<std::uint64_t> next_staging{1};
+  std::atomic<std::int64_t> inode_count{0};
+
+  // Change log sequence numbers are handed out before commit; a reader may
+  // only see up to just below the oldest one still in flight, or it could
+  // skip a change that commits after a later one.
+  std::mutex seq_mu;
+  std::uint64_t next_seq = 1;
+  std::set<std::uint64_t> seq_in_flight;
+
+  std::mutex files_mu;
+  std::unordered_map<Ino, std::shared_ptr<FileState>> open_files;
+  std::mutex handles_mu;
+  std::unordered_map<std::uint64_t, HandleRec> handles;
+  std::uint64_t next_handle = 1;
+
+  mutable std::shared_mutex id_mu;
+  std::map<std::string, UserRecord, std::less<>> users;
+  std::map<std::string, S3Key, std::less<>> s3_keys;
+  std::map<std::uint32_t, std::string> uids;
+  std::map<std::string, Export, std::less<>> export_specs;
+  std::map<std::string, Ino, std::less<>> export_roots;
+
+  struct OpMetrics {
+    metrics::Counter* calls;
+    metrics::Counter* errors;
+    metrics::Histogram* latency;
+  };
+  std::array<OpMetrics, static_cast<std::size_t>(Op::count_)> op_metrics{};
+  metrics::Counter* bytes_read = nullptr;
+  metrics::Counter* bytes_written = nullptr;
+  metrics::Counter* seals = nullptr;
+
+  // --- start-up (namespace.cpp)
+  Status start();
+  Status recover_counters();
+  void register_metrics();
+  void sweep_orphans();
+
+  // --- helpers (namespace.cpp)
+  std::mutex& stripe(Ino ino) { return stripes[(ino * 0x9E3779B97F4A7C15ull) >> 54]; }
+  std::vector<std::unique_lock<std::mutex>> lock_inodes(std::vector<Ino> inos);
+  Status check_ctx(const OpContext& ctx) const;
+  Result<rec::InodeRec> load_inode(Ino ino);                 // cache, then store
+  Result<rec::InodeRec> txn_inode(kv::Txn& txn, Ino ino);    // read for update
+  Result<rec::EntryRec> load_entry(Ino dir, std::string_view name);
+  Result<rec::EntryRec> txn_entry(kv::Txn& txn, Ino dir, std::string_view name);
+  Batch begin();
+  Status commit(Batch& b);
+  // Runs `body` in a fresh batch, committing it; retries on write conflicts.
+  template <class T>
+  Result<T> transact(const std::function<Result<T>(Batch&)>& body);
+  Attr live_attr(const rec::InodeRec& r);  // overlays open-file size and times
+  Status may(const OpContext& ctx, const Attr& a, unsigned want) const;  // 4 r, 2 w, 1 x
+  Status may_write_export(const OpContext& ctx) const;
+  Status may_change_entries(const OpContext& ctx, const Attr& dir, const Attr* victim) const;
+  void add_entry(Batch& b, rec::InodeRec& dir, std::string_view name, const rec::InodeRec& child);
+  void drop_entry(Batch& b, Ino dir, std::string_view name, const rec::EntryRec& e);
+  Status drop_inode(Batch& b, rec::InodeRec& victim);  // one link fewer; frees at zero
+  Result<rec::InodeRec> new_inode(const OpContext& ctx, FileType type, std::uint32_t mode,
+                                  const rec::InodeRec& dir);
+  Result<Attr> make_node(const OpContext& ctx, Ino dir, std::string_view name, FileType type,
+                         std::uint32_t mode, std::string_view target, CreateMode how);
+  Status free_inode_data(Batch& b, const rec::InodeRec& r);
+
+  // --- metadata operations (namespace.cpp)
+  Result<Attr> lookup(const OpContext& ctx, Ino dir, std::string_view name);
+  Result<Attr> getattr(const OpContext& ctx, Ino ino);
+  Result<Attr> setattr(const OpContext& ctx, Ino ino, const SetAttr& changes);
+  Result<DirPage> readdir(const OpContext& ctx, Ino dir, std::uint64_t cookie, std::size_t max,
+                          bool with_attrs, bool by_name, std::string_view start_after);
+  Result<Attr> link(const OpContext& ctx, Ino ino, Ino dir, std::string_view name);
+  Status unlink(const OpContext& ctx, Ino dir, std::string_view name, bool want_dir);
+  Status rename(const OpContext& ctx, Ino sd, std::string_view sn, Ino dd, std::string_view dn,
+                bool no_replace);
+  Result<Attr> resolve(const OpContext& ctx, std::string_view path);
+  Result<FsStat> statfs(const OpContext& ctx, Ino ino);
+  Result<std::string> getxattr(const OpContext& ctx, Ino ino, std::string_view name);
+  Status setxattr(const OpContext& ctx, Ino ino, std::string_view name, std::string_view value,
+                  XattrSet how);
+  Result<std::vector<std::string>> listxattr(const OpContext& ctx, Ino ino);
+  Status removexattr(const OpContext& ctx, Ino ino, std::string_view name);
+  Result<std::vector<Change>> changes(std::uint64_t after, std::size_t limit);
+
+  // --- content (files.cpp)
+  std::shared_ptr<FileState> file_state(const rec::InodeRec& r);  // attach or create
+  void detach(const std::shared_ptr<FileState>& fs);
+  Result<Handle> open(const OpContext& ctx, Ino ino, OpenFlags flags);
+  Result<Handle> stage(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode);
+  Result<HandleRec> handle(Handle h);
+  Result<std::size_t> read(const OpContext& ctx, Handle h, std::uint64_t off, std::span<std::byte> out);
+  Result<std::size_t> write(const OpContext& ctx, Handle h, std::uint64_t off,
+                            std::span<const std::byte> data);
+  Status ensure_working(FileState& fs, bool keep_content);
+  Status truncate_locked(FileState& fs, std::uint64_t size);
+  Status flush(const OpContext& ctx, Handle h);
+  Result<Attr> commit(const OpContext& ctx, Handle h);
+  Result<Attr> commit_ino(const OpContext& ctx, Ino ino);
+  Status release(const OpContext& ctx, Handle h);
+  // With the inode's stripe held: make the content durable, and seal it if asked.
+  Result<Attr> persist(FileState& fs, bool seal);
+  Result<Attr> commit_staged(const OpContext& ctx, FileState& fs);
+  Result<std::vector<data::Chunk>> chunks_of(FileState& fs);
+  void record_version(Batch& b, rec::InodeRec& r, std::uint64_t fid,
+                      const std::vector<data::Chunk>& chunks);
+  Status trim_versions(Batch& b, const rec::InodeRec& r);
+  Result<std::vector<VersionInfo>> versions(const OpContext& ctx, Ino ino);
+  Result<std::vector<ChunkInfo>> chunks(const OpContext& ctx, Ino ino, std::uint64_t version);
+  Result<std::size_t> read_version(const OpContext& ctx, Ino ino, std::uint64_t version,
+                                   std::uint64_t off, std::span<std::byte> out);
+  Status seal_unsealed();  // recovery
+
+  // --- identity (identity.cpp)
+  Status load_identity();
+  Status bootstrap_exports();
+  Result<ExportAccess> export_access(const Principal& p, std::string_view name) const;
+  Status set_export(const OpContext& ctx, const Export& e);
+  Status remove_export(const OpContext& ctx, std::string_view name);
+  Result<User> create_user(const OpContext& ctx, const NewUser& spec);
+  Status delete_user(const OpContext& ctx, std::string_view name);
+  Status set_password(const OpContext& ctx, std::string_view name, std::string_view password);
+  Result<S3Key> add_s3_key(const OpContext& ctx, std::string_view user);
+  Status remove_s3_key(const OpContext& ctx, std::string_view access_key);
+  Status change_ssh_key(const OpContext& ctx, std::string_view user, std::string_view key, bool add);
+  Status save_user(const UserRecord& u);
+  Result<User> verify_password(std::string_view name, std::string_view password) const;
+};
+
+template <class T>
+Result<T> Namespace::Impl::transact(const std::function<Result<T>(Batch&)>& body) {
+  for (int attempt = 0;; ++attempt) {
+    Batch b = begin();
+    Result<T> r = body(b);
+    if (!r) return r;
+    Status s = commit(b);
+    if (s) return r;
+    if (s.error() != make_error_code(Errc::conflict) || attempt == 8) return s.error();
+  }
+}
+
+}  // namespace weft::ns

@@ -1,0 +1,1259 @@
+// Start-up, the metadata operations and the coroutine front of the namespace.
+#include "gateway/ns/impl.hpp"
+#include "gateway/ns/offload.hpp"
+
+#include "backend/data/manifest.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+namespace weft::ns {
+
+namespace {
+
+constexpr std::string_view kFormat = "1";
+constexpr std::size_t kMaxName = 255;
+constexpr std::size_t kMaxPath = 4096;
+constexpr std::size_t kMaxXattrValue = 64 * 1024;
+constexpr std::uint32_t kSticky = 01000;
+constexpr std::uint32_t kSetgid = 02000;
+
+constexpr std::array<std::string_view, static_cast<std::size_t>(Op::count_)> kOpNames = {
+    "lookup", "getattr", "setattr", "readdir", "list", "create", "mkdir", "symlink", "readlink",
+    "link", "remove", "rmdir", "rename", "statfs", "open", "stage", "read", "write", "flush",
+    "commit", "release", "versions", "chunks", "read_version", "getxattr", "setxattr",
+    "listxattr", "removexattr", "resolve", "identity", "exports"};
+
+// Whether a transaction body finished, or found the entries it locked
+// changed underneath and must look them up and lock again.
+enum class Step { done, retry };
+
+Errc from_kv(const kv::Status& s) {
+  switch (s.code) {
+    case kv::Code::ok: return Errc::ok;
+    case kv::Code::not_found: return Errc::not_found;
+    case kv::Code::conflict: return Errc::conflict;
+    default: break;
+  }
+  spdlog::error("ns: metadata store: {}", s.message);
+  return Errc::io;
+}
+
+// Names as they may be stored: 1..255 bytes, no '/' or NUL, not "." or "..".
+Status check_name(std::string_view name) {
+  if (name.size() > kMaxName) return Errc::name_too_long;
+  if (name.empty() || name == "." || name == ".." ||
+      name.find_first_of(std::string_view("/\0", 2)) != std::string_view::npos)
+    return Errc::bad_name;
+  return {};
+}
+
+}  // namespace
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Sha256 to_sha(const data::Digest& d) {
+  Sha256 s;
+  std::copy(d.begin(), d.end(), s.begin());
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Allocator
+
+kv::Status Allocator::init(kv::Store& store, std::uint64_t first) {
+  std::lock_guard lock(mu_);
+  std::string v;
+  kv::Status s = store.get(key_, &v);
+  if (s.not_found()) {
+    next_ = limit_ = first;
+    return {};
+  }
+  if (!s.ok()) return s;
+  if (v.size() != 8) return {kv::Code::corruption, "bad counter " + key_};
+  next_ = limit_ = rec::get_be64(v, 0);
+  return {};
+}
+
+Result<std::uint64_t> Allocator::next(kv::Store& store) {
+  std::lock_guard lock(mu_);
+  if (next_ == limit_) {
+    std::string v;
+    std::uint64_t limit = limit_ + batch_;
+    for (int i = 7; i >= 0; --i) v.push_back(static_cast<char>((limit >> (i * 8)) & 0xff));
+    auto txn = store.begin();
+    txn->put(key_, v);
+    kv::Status s = txn->commit(kv::Durability::sync);
+    if (!s.ok()) return make_error_code(from_kv(s));
+    limit_ = limit;
+  }
+  return next_++;
+}
+
+// ---------------------------------------------------------------------------
+// Batches
+
+void Batch::put_inode(const rec::InodeRec& r) { txn->put(rec::key_inode(r.attr.ino), rec::encode(r)); }
+
+Batch Namespace::Impl::begin() {
+  Batch b;
+  b.txn = kv->begin();
+  return b;
+}
+
+Status Namespace::Impl::commit(Batch& b) {
+  std::vector<std::uint64_t> seqs;
+  if (!b.changes.empty()) {
+    std::lock_guard lock(seq_mu);
+    for (auto& c : b.changes) {
+      c.seq = next_seq++;
+      c.time_ns = c.time_ns ? c.time_ns : now_ns();
+      seq_in_flight.insert(c.seq);
+      seqs.push_back(c.seq);
+    }
+  }
+  for (const auto& c : b.changes) b.txn->put(rec::key_change(c.seq), rec::encode(c));
+  kv::Status s = b.txn->commit(kv::Durability::sync);
+  if (!seqs.empty()) {
+    std::lock_guard lock(seq_mu);
+    for (auto q : seqs) seq_in_flight.erase(q);
+  }
+  if (!s.ok()) return make_error_code(from_kv(s));
+  for (auto& fn : b.after_commit) fn();
+  for (auto [ino, fid] : b.unlink_after) store->remove(ino, fid);
+  return {};
+}
+
+std::vector<std::unique_lock<std::mutex>> Namespace::Impl::lock_inodes(std::vector<Ino> inos) {
+  std::vector<std::mutex*> ms;
+  for (Ino i : inos)
+    if (i) ms.push_back(&stripe(i));
+  std::sort(ms.begin(), ms.end());
+  ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(ms.size());
+  for (auto* m : ms) locks.emplace_back(*m);
+  return locks;
+}
+
+// ---------------------------------------------------------------------------
+// Loading records
+
+Result<rec::InodeRec> Namespace::Impl::load_inode(Ino ino) {
+  if (auto hit = inodes.get(ino)) return *hit;
+  std::lock_guard lock(stripe(ino));
+  if (auto hit = inodes.get(ino)) return *hit;
+  std::string v;
+  kv::Status s = kv->get(rec::key_inode(ino), &v);
+  if (s.not_found()) return Errc::stale;
+  if (!s.ok()) return from_kv(s);
+  auto r = rec::decode_inode(ino, v);
+  if (!r) {
+    spdlog::error("ns: inode {} is corrupt", ino);
+    return Errc::io;
+  }
+  inodes.put(ino, *r);
+  return *r;
+}
+
+Result<rec::InodeRec> Namespace::Impl::txn_inode(kv::Txn& txn, Ino ino) {
+  std::string v;
+  kv::Status s = txn.get(rec::key_inode(ino), &v, true);
+  if (s.not_found()) return Errc::stale;
+  if (!s.ok()) return from_kv(s);
+  auto r = rec::decode_inode(ino, v);
+  if (!r) return Errc::io;
+  return *r;
+}
+
+Result<rec::EntryRec> Namespace::Impl::load_entry(Ino dir, std::string_view name) {
+  EntryKey key{dir, std::string(name)};
+  if (auto hit = entries.get(key)) return *hit;
+  std::lock_guard lock(stripe(dir));
+  if (auto hit = entries.get(key)) return *hit;
+  std::string v;
+  kv::Status s = kv->get(rec::key_entry(dir, name), &v);
+  if (s.not_found()) return Errc::not_found;
+  if (!s.ok()) return from_kv(s);
+  auto e = rec::decode_entry(v, false);
+  if (!e) return Errc::io;
+  entries.put(std::move(key), *e);
+  return *e;
+}
+
+Result<rec::EntryRec> Namespace::Impl::txn_entry(kv::Txn& txn, Ino dir, std::string_view name) {
+  std::string v;
+  kv::Status s = txn.get(rec::key_entry(dir, name), &v, true);
+  if (s.not_found()) return Errc::not_found;
+  if (!s.ok()) return from_kv(s);
+  auto e = rec::decode_entry(v, false);
+  if (!e) return Errc::io;
+  return *e;
+}
+
+Attr Namespace::Impl::live_attr(const rec::InodeRec& r) {
+  Attr a = r.attr;
+  if (a.type != FileType::regular) return a;
+  std::shared_ptr<FileState> fs;
+  {
+    std::lock_guard lock(files_mu);
+    if (open_files.empty()) return a;
+    auto it = open_files.find(a.ino);
+    if (it == open_files.end()) return a;
+    fs = it->second;
+  }
+  std::shared_lock lock(fs->mu);
+  a.size = fs->size;
+  a.mtime_ns = std::max(a.mtime_ns, fs->mtime_ns);
+  a.ctime_ns = std::max(a.ctime_ns, fs->ctime_ns);
+  a.dirty = a.dirty || fs->unsealed;
+  return a;
+}
+
+// ---------------------------------------------------------------------------
+// Permission
+
+Status Namespace::Impl::check_ctx(const OpContext& ctx) const {
+  if (closed.load()) return Errc::unavailable;
+  if (ctx.cancelled && ctx.cancelled->load()) return Errc::cancelled;
+  if (std::chrono::steady_clock::now() > ctx.deadline) return Errc::timed_out;
+  return {};
+}
+
+Status Namespace::Impl::may(const OpContext& ctx, const Attr& a, unsigned want) const {
+  const Principal& p = ctx.principal;
+  if (p.admin) return {};
+  unsigned bits;
+  if (p.uid == a.uid)
+    bits = (a.mode >> 6) & 7;
+  else if (p.gid == a.gid || std::find(p.groups.begin(), p.groups.end(), a.gid) != p.groups.end())
+    bits = (a.mode >> 3) & 7;
+  else
+    bits = a.mode & 7;
+  if ((bits & want) != want) return Errc::access;
+  return {};
+}
+
+Status Namespace::Impl::may_write_export(const OpContext& ctx) const {
+  if (ctx.export_access.access != Access::read_write) return Errc::read_only;
+  return {};
+}
+
+Status Namespace::Impl::may_change_entries(const OpContext& ctx, const Attr& dir,
+                                           const Attr* victim) const {
+  if (dir.type != FileType::directory) return Errc::not_dir;
+  if (auto s = may(ctx, dir, 3); !s) return s;
+  // Sticky directories: only the owner of the entry or of the directory.
+  if (victim && (dir.mode & kSticky) && !ctx.principal.admin && ctx.principal.uid != victim->uid &&
+      ctx.principal.uid != dir.uid)
+    return Errc::perm;
+  return {};
+}
+
+// ---------------------------------------------------------------------------
+// Entries and inodes inside a batch
+
+void Namespace::Impl::add_entry(Batch& b, rec::InodeRec& dir, std::string_view name,
+                                const rec::InodeRec& child) {
+  rec::EntryRec e{child.attr.ino, child.attr.type, dir.next_cookie++, std::string(name)};
+  b.txn->put(rec::key_entry(dir.attr.ino, name), rec::encode(e, false));
+  b.txn->put(rec::key_cookie(dir.attr.ino, e.cookie), rec::encode(e, true));
+  std::int64_t t = now_ns();
+  dir.attr.mtime_ns = dir.attr.ctime_ns = t;
+  dir.attr.change++;
+  b.after_commit.push_back([this, key = EntryKey{dir.attr.ino, std::string(name)}, e]() mutable {
+    e.name.clear();
+    entries.put(std::move(key), e);
+  });
+}
+
+void Namespace::Impl::drop_entry(Batch& b, Ino dir, std::string_view name, const rec::EntryRec& e) {
+  b.txn->erase(rec::key_entry(dir, name));
+  b.txn->erase(rec::key_cookie(dir, e.cookie));
+  b.after_commit.push_back([this, key = EntryKey{dir, std::string(name)}] { entries.erase(key); });
+}
+
+Status Namespace::Impl::free_inode_data(Batch& b, const rec::InodeRec& r) {
+  Ino ino = r.attr.ino;
+  std::vector<std::string> doomed;
+  bool current_is_version = false;
+  std::string vprefix = rec::key_version_prefix(ino);
+  kv::Status s = b.txn->scan(vprefix, kv::prefix_end(vprefix), 0, [&](std::string_view k, std::string_view v) {
+    doomed.emplace_back(k);
+    auto vr = rec::decode_version(v);
+    if (!vr) return true;
+    if (vr->fid == r.fid) current_is_version = true;
+    b.unlink_after.emplace_back(ino, vr->fid);
+    if (auto m = data::decode_manifest(vr->manifest))
+      for (const auto& c : m->chunks)
+        doomed.push_back(rec::key_chunk(to_sha(c.digest), ino, rec::key_tail64(k)));
+    return true;
+  });
+  if (!s.ok()) return from_kv(s);
+  if (r.fid && !current_is_version) b.unlink_after.emplace_back(ino, r.fid);
+  std::string xprefix = rec::key_xattr_prefix(ino);
+  s = b.txn->scan(xprefix, kv::prefix_end(xprefix), 0, [&](std::string_view k, std::string_view) {
+    doomed.emplace_back(k);
+    return true;
+  });
+  if (!s.ok()) return from_kv(s);
+  for (const auto& k : doomed) b.txn->erase(k);
+  b.txn->erase(rec::key_unsealed(ino));
+  b.txn->erase(rec::key_inode(ino));
+  b.after_commit.push_back([this, ino] {
+    inodes.erase(ino);
+    inode_count--;
+    std::shared_ptr<FileState> fs;
+    {
+      std::lock_guard lock(files_mu);
+      auto it = open_files.find(ino);
+      if (it != open_files.end()) fs = it->second;
+    }
+    if (fs) {
+      std::unique_lock lock(fs->mu);
+      fs->removed = true;
+    }
+  });
+  return {};
+}
+
+Status Namespace::Impl::drop_inode(Batch& b, rec::InodeRec& victim) {
+  if (victim.attr.type == FileType::directory || victim.attr.nlink <= 1)
+    return free_inode_data(b, victim);
+  victim.attr.nlink--;
+  victim.attr.ctime_ns = now_ns();
+  victim.attr.change++;
+  b.put_inode(victim);
+  b.after_commit.push_back([this, victim] { inodes.put(victim.attr.ino, victim); });
+  return {};
+}
+
+Result<rec::InodeRec> Namespace::Impl::new_inode(const OpContext& ctx, FileType type,
+                                                 std::uint32_t mode, const rec::InodeRec& dir) {
+  auto ino = ino_alloc.next(*kv);
+  if (!ino) return ino.error();
+  rec::InodeRec r;
+  Attr& a = r.attr;
+  a.ino = *ino;
+  a.type = type;
+  a.mode = mode & 07777;
+  a.nlink = type == FileType::directory ? 2 : 1;
+  a.uid = ctx.principal.uid;
+  // BSD group semantics under a setgid directory, as Linux does.
+  a.gid = (dir.attr.mode & kSetgid) ? dir.attr.gid : ctx.principal.gid;
+  if (type == FileType::directory && (dir.attr.mode & kSetgid)) a.mode |= kSetgid;
+  a.atime_ns = a.mtime_ns = a.ctime_ns = a.btime_ns = now_ns();
+  a.generation = static_cast<std::uint64_t>(a.btime_ns);
+  a.change = 1;
+  r.parent = dir.attr.ino;
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Metadata operations
+
+Result<Attr> Namespace::Impl::lookup(const OpContext& ctx, Ino dir, std::string_view name) {
+  auto d = load_inode(dir);
+  if (!d) return d.error();
+  if (d->attr.type != FileType::directory) return Errc::not_dir;
+  if (auto s = may(ctx, d->attr, 1); !s) return s.error();
+  if (name == ".") return live_attr(*d);
+  if (name == "..") {
+    if (dir == ctx.export_access.root || dir == kRootIno) return live_attr(*d);
+    auto p = load_inode(d->parent);
+    if (!p) return p.error();
+    return live_attr(*p);
+  }
+  if (name.size() > kMaxName) return Errc::name_too_long;
+  if (auto s = check_name(name); !s) return s.error();
+  auto e = load_entry(dir, name);
+  if (!e) return e.error();
+  auto child = load_inode(e->ino);
+  if (!child) return child.error() == make_error_code(Errc::stale) ? Errc::not_found : child.error();
+  return live_attr(*child);
+}
+
+Result<Attr> Namespace::Impl::getattr(const OpContext&, Ino ino) {
+  auto r = load_inode(ino);
+  if (!r) return r.error();
+  return live_attr(*r);
+}
+
+Result<Attr> Namespace::Impl::resolve(const OpContext& ctx, std::string_view path) {
+  if (path.size() > kMaxPath) return Errc::name_too_long;
+  Ino cur = ctx.export_access.root;
+  auto attr = getattr(ctx, cur);
+  if (!attr) return attr;
+  while (!path.empty()) {
+    std::size_t slash = path.find('/');
+    std::string_view part = path.substr(0, slash);
+    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+    if (part.empty() || part == ".") continue;
+    attr = lookup(ctx, cur, part);
+    if (!attr) return attr;
+    cur = attr->ino;
+  }
+  return attr;
+}
+
+Result<Attr> Namespace::Impl::make_node(const OpContext& ctx, Ino dir, std::string_view name,
+                                        FileType type, std::uint32_t mode,
+                                        std::string_view target, CreateMode how) {
+  if (auto s = check_name(name); !s) return s.error();
+  if (auto s = may_write_export(ctx); !s) return s.error();
+  if (type == FileType::symlink && (target.empty() || target.size() >= kMaxPath)) return Errc::invalid;
+  auto locks = lock_inodes({dir});
+  bool fresh = false;
+  auto r = transact<rec::InodeRec>([&](Batch& b) -> Result<rec::InodeRec> {
+    auto d = txn_inode(*b.txn, dir);
+    if (!d) return d.error();
+    if (auto s = may_change_entries(ctx, d->attr, nullptr); !s) return s.error();
+    auto existing = txn_entry(*b.txn, dir, name);
+    if (existing) {
+      if (how == CreateMode::unchecked && type == FileType::regular &&
+          existing->type == FileType::regular) {
+        fresh = false;
+        return txn_inode(*b.txn, existing->ino);
+      }
+      return Errc::exists;
+    }
+    if (existing.error() != make_error_code(Errc::not_found)) return existing.error();
+    auto child = new_inode(ctx, type, mode, *d);
+    if (!child) return child.error();
+    child->target = std::string(target);
+    if (type == FileType::directory) d->attr.nlink++;
+    add_entry(b, *d, name, *child);
+    b.put_inode(*d);
+    b.put_inode(*child);
+    b.after_commit.push_back([this, d = *d, c = *child] {
+      inodes.put(d.attr.ino, d);
+      inodes.put(c.attr.ino, c);
+      inode_count++;
+    });
+    b.change({.op = type == FileType::directory ? "mkdir"
+                    : type == FileType::symlink ? "symlink"
+                                                 : "create",
+              .ino = child->attr.ino,
+              .parent = dir,
+              .name = std::string(name)});
+    fresh = true;
+    return *child;
+  });
+  if (!r) return r.error();
+  return fresh ? r->attr : live_attr(*r);
+}
+
+Result<Attr> Namespace::Impl::link(const OpContext& ctx, Ino ino, Ino dir, std::string_view name) {
+  if (auto s = check_name(name); !s) return s.error();
+  if (auto s = may_write_export(ctx); !s) return s.error();
+  auto locks = lock_inodes({ino, dir});
+  return transact<Attr>([&](Batch& b) -> Result<Attr> {
+    auto d = txn_inode(*b.txn, dir);
+    if (!d) return d.error();
+    if (auto s = may_change_entries(ctx, d->attr, nullptr); !s) return s.error();
+    auto r = txn_inode(*b.txn, ino);
+    if (!r) return r.error();
+    if (r->attr.type == FileType::directory) return Errc::perm;
+    if (r->attr.nlink >= 65000) return Errc::too_big;
+    auto existing = txn_entry(*b.txn, dir, name);
+    if (existing) return Errc::exists;
+    r->attr.nlink++;
+    r->attr.ctime_ns = now_ns();
+    r->attr.change++;
+    add_entry(b, *d, name, *r);
+    b.put_inode(*d);
+    b.put_inode(*r);
+    b.after_commit.push_back([this, d = *d, c = *r] {
+      inodes.put(d.attr.ino, d);
+      inodes.put(c.attr.ino, c);
+    });
+    b.change({.op = "link", .ino = ino, .parent = dir, .name = std::string(name)});
+    return live_attr(*r);
+  });
+}
+
+Status Namespace::Impl::unlink(const OpContext& ctx, Ino dir, std::string_view name, bool want_dir) {
+  if (auto s = check_name(name); !s) return s.error();
+  if (auto s = may_write_export(ctx); !s) return s.error();
+  for (;;) {
+    auto d0 = load_inode(dir);
+    if (!d0) return d0.error();
+    if (d0->attr.type != FileType::directory) return Errc::not_dir;
+    auto e0 = load_entry(dir, name);
+    if (!e0) return e0.error();
+    auto locks = lock_inodes({dir, e0->ino});
+    auto r = transact<Step>([&](Batch& b) -> Result<Step> {
+      auto d = txn_inode(*b.txn, dir);
+      if (!d) return d.error();
+      auto e = txn_entry(*b.txn, dir, name);
+      if (!e) return e.error();
+      if (e->ino != e0->ino) return Step::retry;  // replaced meanwhile: lock the new one
+      auto v = txn_inode(*b.txn, e->ino);
+      if (!v) return v.error();
+      bool is_dir = v->attr.type == FileType::directory;
+      if (want_dir && !is_dir) return Errc::not_dir;
+      if (!want_dir && is_dir) return Errc::is_dir;
+      if (auto s = may_change_entries(ctx, d->attr, &v->attr); !s) return s.error();
+      if (is_dir) {
+        bool empty = true;
+        std::string p = rec::key_cookie_prefix(e->ino);
+        kv::Status s = b.txn->scan(p, kv::prefix_end(p), 1, [&](auto, auto) {
+          empty = false;
+          return false;
+        });
+        if (!s.ok()) return from_kv(s);
+        if (!empty) return Errc::not_empty;
+        d->attr.nlink--;
+      }
+      drop_entry(b, dir, name, *e);
+      d->attr.mtime_ns = d->attr.ctime_ns = now_ns();
+      d->attr.change++;
+      b.put_inode(*d);
+      b.after_commit.push_back([this, d = *d] { inodes.put(d.attr.ino, d); });
+      if (auto s = drop_inode(b, *v); !s) return s.error();
+      b.change({.op = is_dir ? "rmdir" : "remove", .ino = e->ino, .parent = dir, .name = std::string(name)});
+      return Step::done;
+    });
+    if (!r) return r.error();
+    if (*r == Step::done) return {};
+  }
+}
+
+Status Namespace::Impl::rename(const OpContext& ctx, Ino sd, std::string_view sn, Ino dd,
+                               std::string_view dn, bool no_replace) {
+  if (auto s = check_name(sn); !s) return s.error();
+  if (auto s = check_name(dn); !s) return s.error();
+  if (auto s = may_write_export(ctx); !s) return s.error();
+  for (;;) {
+    for (Ino d : {sd, dd}) {
+      auto a = load_inode(d);
+      if (!a) return a.error();
+      if (a->attr.type != FileType::directory) return Errc::not_dir;
+    }
+    auto se = load_entry(sd, sn);
+    if (!se) return se.error();
+    auto de = load_entry(dd, dn);
+    Ino victim_ino = de ? de->ino : 0;
+    std::unique_lock<std::mutex> tree_lock;
+    if (se->type == FileType::directory && sd != dd) tree_lock = std::unique_lock(rename_mu);
+    auto locks = lock_inodes({sd, dd, se->ino, victim_ino});
+    auto r = transact<Step>([&](Batch& b) -> Result<Step> {
+      auto sdir = txn_inode(*b.txn, sd);
+      if (!sdir) return sdir.error();
+      rec::InodeRec ddir_storage;
+      rec::InodeRec* ddir = &*sdir;
+      if (dd != sd) {
+        auto d = txn_inode(*b.txn, dd);
+        if (!d) return d.error();
+        ddir_storage = *d;
+        ddir = &ddir_storage;
+      }
+      auto e = txn_entry(*b.txn, sd, sn);
+      if (!e) return e.error();
+      auto t = txn_entry(*b.txn, dd, dn);
+      if (e->ino != se->ino || (t ? t->ino : 0) != victim_ino) return Step::retry;
+      auto src = txn_inode(*b.txn, e->ino);
+      if (!src) return src.error();
+      if (auto s = may_change_entries(ctx, sdir->attr, &src->attr); !s) return s.error();
+      if (t && t->ino == e->ino) return Step::done;  // both names are the same file: nothing to do
+      rec::InodeRec victim;
+      if (t) {
+        auto v = txn_inode(*b.txn, t->ino);
+        if (!v) return v.error();
+        victim = *v;
+      }
+      if (auto s = may_change_entries(ctx, ddir->attr, t ? &victim.attr : nullptr); !s)
+        return s.error();
+      bool moving_dir = src->attr.type == FileType::directory;
+      if (moving_dir) {
+        // Refuse to move a directory into itself or below itself.
+        for (Ino cur = dd;;) {
+          if (cur == src->attr.ino) return Errc::invalid;
+          if (cur == kRootIno) break;
+          auto a = txn_inode(*b.txn, cur);
+          if (!a) return a.error();
+          if (a->parent == cur) break;
+          cur = a->parent;
+        }
+      }
+      if (t) {
+        if (no_replace) return Errc::exists;
+        bool victim_dir = victim.attr.type == FileType::directory;
+        if (moving_dir && !victim_dir) return Errc::not_dir;
+        if (!moving_dir && victim_dir) return Errc::is_dir;
+        if (victim_dir) {
+          bool empty = true;
+          std::string p = rec::key_cookie_prefix(victim.attr.ino);
+          kv::Status s = b.txn->scan(p, kv::prefix_end(p), 1, [&](auto, auto) {
+          empty = false;
+          return false;
+        });
+          if (!s.ok()) return from_kv(s);
+          if (!empty) return Errc::not_empty;
+          ddir->attr.nlink--;
+        }
+        drop_entry(b, dd, dn, *t);
+        if (auto s = drop_inode(b, victim); !s) return s.error();
+      }
+      drop_entry(b, sd, sn, *e);
+      if (moving_dir && sd != dd) {
+        sdir->attr.nlink--;
+        ddir->attr.nlink++;
+        src->parent = dd;
+      }
+      std::int64_t now = now_ns();
+      src->attr.ctime_ns = now;
+      src->attr.change++;
+      add_entry(b, *ddir, dn, *src);
+      sdir->attr.mtime_ns = sdir->attr.ctime_ns = now;
+      sdir->attr.change++;
+      b.put_inode(*src);
+      b.put_inode(*sdir);
+      if (dd != sd) b.put_inode(*ddir);
+      b.after_commit.push_back([this, s = *src, a = *sdir, d = *ddir, same = dd == sd] {
+        inodes.put(s.attr.ino, s);
+        if (same) {
+          inodes.put(d.attr.ino, d);
+        } else {
+          inodes.put(a.attr.ino, a);
+          inodes.put(d.attr.ino, d);
+        }
+      });
+      b.change({.op = "rename", .ino = src->attr.ino, .parent = sd, .name = std::string(sn),
+                .new_parent = dd, .new_name = std::string(dn)});
+      return Step::done;
+    });
+    if (!r) return r.error();
+    if (*r == Step::done) return {};
+  }
+}
+
+Result<DirPage> Namespace::Impl::readdir(const OpContext& ctx, Ino dir, std::uint64_t cookie,
+                                         std::size_t max, bool with_attrs, bool by_name,
+                                         std::string_view start_after) {
+  auto d = load_inode(dir);
+  if (!d) return d.error();
+  if (d->attr.type != FileType::directory) return Errc::not_dir;
+  if (auto s = may(ctx, d->attr, 4); !s) return s.error();
+  max = std::clamp<std::size_t>(max, 1, 100000);
+  DirPage page;
+  std::string begin, end;
+  if (by_name) {
+    std::string prefix = rec::key_entry_prefix(dir);
+    begin = prefix;
+    if (!start_after.empty()) begin.append(start_after).push_back('\0');
+    end = kv::prefix_end(prefix);
+  } else {
+    begin = rec::key_cookie(dir, cookie + 1);
+    end = kv::prefix_end(rec::key_cookie_prefix(dir));
+  }
+  const std::size_t name_at = rec::key_entry_prefix(dir).size();
+  bool corrupt = false;
+  kv::Status s = kv->scan(begin, end, max + 1, [&](std::string_view k, std::string_view v) {
+    if (page.entries.size() == max) return false;
+    auto e = rec::decode_entry(v, !by_name);
+    if (!e) {
+      corrupt = true;
+      return false;
+    }
+    DirEntry out{by_name ? std::string(k.substr(name_at)) : std::move(e->name), e->ino, e->type,
+                 e->cookie, std::nullopt};
+    page.entries.push_back(std::move(out));
+    return true;
+  });
+  if (!s.ok()) return from_kv(s);
+  if (corrupt) return Errc::io;
+  // The scan asked for one entry more than fits: its absence means the end.
+  std::size_t seen = page.entries.size();
+  page.eof = seen < max;
+  if (seen == max) {
+    bool more = false;
+    std::string next = by_name ? rec::key_entry(dir, page.entries.back().name) + '\0'
+                               : rec::key_cookie(dir, page.entries.back().cookie + 1);
+    kv->scan(next, end, 1, [&](auto, auto) {
+      more = true;
+      return false;
+    });
+    page.eof = !more;
+  }
+  if (with_attrs) {
+    std::erase_if(page.entries, [&](DirEntry& e) {
+      auto r = load_inode(e.ino);
+      if (!r) return true;  // removed since the scan
+      e.attr = live_attr(*r);
+      return false;
+    });
+  }
+  return page;
+}
+
+Result<Attr> Namespace::Impl::setattr(const OpContext& ctx, Ino ino, const SetAttr& ch) {
+  if (auto s = may_write_export(ctx); !s) return s.error();
+  const Principal& p = ctx.principal;
+  // Holding the stripe, read around the cache (a cache miss would take it again).
+  auto locks = lock_inodes({ino});
+  auto cur = txn_inode(*kv->begin(), ino);
+  if (!cur) return cur.error();
+  Attr a = cur->attr;
+  bool owner = p.admin || p.uid == a.uid;
+  if (ch.guard_ctime_ns && *ch.guard_ctime_ns != live_attr(*cur).ctime_ns) return Errc::conflict;
+  if (ch.mode && !owner) return Errc::perm;
+  if (ch.uid && *ch.uid != a.uid && !p.admin) return Errc::perm;
+  if (ch.gid && *ch.gid != a.gid && !p.admin &&
+      !(owner && (*ch.gid == p.gid ||
+                  std::find(p.groups.begin(), p.groups.end(), *ch.gid) != p.groups.end())))
+    return Errc::perm;
+  if ((ch.atime_ns || ch.mtime_ns) && !owner) return Errc::perm;
+  if ((ch.atime_now || ch.mtime_now) && !owner)
+    if (auto s = may(ctx, a, 2); !s) return s.error();
+  if (ch.size) {
+    if (a.type == FileType::directory) return Errc::is_dir;
+    if (a.type != FileType::regular) return Errc::invalid;
+    if (*ch.size > opt.max_file_size) return Errc::too_big;
+    if (auto s = may(ctx, a, 2); !s) return s.error();
+    auto fs = file_state(*cur);
+    Result<Attr> r = Errc::io;
+    {
+      std::unique_lock flock(fs->mu);
+      if (auto s = truncate_locked(*fs, *ch.size); !s) {
+        r = s.error();
+      } else {
+        r = persist(*fs, fs->writers == 0);
+      }
+    }
+    detach(fs);
+    if (!r) return r;
+  }
+  bool other = ch.mode || ch.uid || ch.gid || ch.atime_ns || ch.mtime_ns || ch.atime_now || ch.mtime_now;
+  if (!other) {
+    auto r = txn_inode(*kv->begin(), ino);
+    if (!r) return r.error();
+    return live_attr(*r);
+  }
+  auto done = transact<rec::InodeRec>([&](Batch& b) -> Result<rec::InodeRec> {
+    auto r = txn_inode(*b.txn, ino);
+    if (!r) return r.error();
+    Attr& x = r->attr;
+    std::int64_t now = now_ns();
+    if (ch.mode) x.mode = *ch.mode & 07777;
+    if (ch.uid) x.uid = *ch.uid;
+    if (ch.gid) x.gid = *ch.gid;
+    if (ch.atime_ns) x.atime_ns = *ch.atime_ns;
+    if (ch.mtime_ns) x.mtime_ns = *ch.mtime_ns;
+    if (ch.atime_now) x.atime_ns = now;
+    if (ch.mtime_now) x.mtime_ns = now;
+    x.ctime_ns = now;
+    x.change++;
+    b.put_inode(*r);
+    b.after_commit.push_back([this, c = *r] { inodes.put(c.attr.ino, c); });
+    // An open file keeps its own live times: an explicit mtime must win.
+    if (ch.mtime_ns || ch.mtime_now) {
+      b.after_commit.push_back([this, ino, t = x.mtime_ns] {
+        std::lock_guard lock(files_mu);
+        auto it = open_files.find(ino);
+        if (it != open_files.end()) {
+          std::unique_lock l(it->second->mu);
+          it->second->mtime_ns = t;
+        }
+      });
+    }
+    b.change({.op = "setattr", .ino = ino});
+    return *r;
+  });
+  if (!done) return done.error();
+  return live_attr(*done);
+}
+
+Result<FsStat> Namespace::Impl::statfs(const OpContext&, Ino ino) {
+  auto r = load_inode(ino);
+  if (!r) return r.error();
+  data::Space sp;
+  if (int e = store->space(&sp); e < 0) return Errc::io;
+  FsStat out;
+  out.total_bytes = sp.total_bytes;
+  out.free_bytes = sp.free_bytes;
+  out.avail_bytes = sp.avail_bytes;
+  out.used_inodes = static_cast<std::uint64_t>(std::max<std::int64_t>(inode_count.load(), 0));
+  out.total_files = out.used_inodes + sp.free_files;
+  out.free_files = sp.free_files;
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Extended attributes
+
+namespace {
+Status check_xattr_name(std::string_view name) {
+  if (name.empty() || name.find('\0') != std::string_view::npos) return Errc::invalid;
+  if (name.size() > kMaxName) return Errc::name_too_long;
+  return {};
+}
+}  // namespace
+
+Result<std::string> Namespace::Impl::getxattr(const OpContext& ctx, Ino ino, std::string_view name) {
+  if (auto s = check_xattr_name(name); !s) return s.error();
+  auto r = load_inode(ino);
+  if (!r) return r.error();
+  if (auto s = may(ctx, r->attr, 4); !s) return s.error();
+  std::string v;
+  kv::Status s = kv->get(rec::key_xattr(ino, name), &v);
+  if (s.not_found()) return Errc::no_attr;
+  if (!s.ok()) return from_kv(s);
+  return v;
+}
+
+Result<std::vector<std::string>> Namespace::Impl::listxattr(const OpContext& ctx, Ino ino) {
+  auto r = load_inode(ino);
+  if (!r) return r.error();
+  if (auto s = may(ctx, r->attr, 4); !s) return s.error();
+  std::vector<std::string> names;
+  std::string p = rec::key_xattr_prefix(ino);
+  kv::Status s = kv->scan(p, kv::prefix_end(p), 0, [&](std::string_view k, std::string_view) {
+    names.emplace_back(k.substr(p.size()));
+    return true;
+  });
+  if (!s.ok()) return from_kv(s);
+  return names;
+}
+
+Status Namespace::Impl::setxattr(const OpContext& ctx, Ino ino, std::string_view name,
+                                 std::string_view value, XattrSet how) {
+  if (auto s = check_xattr_name(name); !s) return s;
+  if (value.size() > kMaxXattrValue) return Errc::too_big;
+  if (auto s = may_write_export(ctx); !s) return s;
+  auto locks = lock_inodes({ino});
+  return transact<void>([&](Batch& b) -> Status {
+    auto r = txn_inode(*b.txn, ino);
+    if (!r) return r.error();
+    if (auto s = may(ctx, r->attr, 2); !s) return s.error();
+    std::string old;
+    kv::Status s = b.txn->get(rec::key_xattr(ino, name), &old, true);
+    if (!s.ok() && !s.not_found()) return from_kv(s);
+    if (how == XattrSet::create_only && s.ok()) return Errc::exists;
+    if (how == XattrSet::replace_only && s.not_found()) return Errc::no_attr;
+    b.txn->put(rec::key_xattr(ino, name), value);
+    r->attr.ctime_ns = now_ns();
+    r->attr.change++;
+    b.put_inode(*r);
+    b.after_commit.push_back([this, c = *r] { inodes.put(c.attr.ino, c); });
+    b.change({.op = "xattr", .ino = ino, .name = std::string(name)});
+    return {};
+  });
+}
+
+Status Namespace::Impl::removexattr(const OpContext& ctx, Ino ino, std::string_view name) {
+  if (auto s = check_xattr_name(name); !s) return s;
+  if (auto s = may_write_export(ctx); !s) return s;
+  auto locks = lock_inodes({ino});
+  return transact<void>([&](Batch& b) -> Status {
+    auto r = txn_inode(*b.txn, ino);
+    if (!r) return r.error();
+    if (auto s = may(ctx, r->attr, 2); !s) return s.error();
+    std::string old;
+    kv::Status s = b.txn->get(rec::key_xattr(ino, name), &old, true);
+    if (s.not_found()) return Errc::no_attr;
+    if (!s.ok()) return from_kv(s);
+    b.txn->erase(rec::key_xattr(ino, name));
+    r->attr.ctime_ns = now_ns();
+    r->attr.change++;
+    b.put_inode(*r);
+    b.after_commit.push_back([this, c = *r] { inodes.put(c.attr.ino, c); });
+    b.change({.op = "xattr", .ino = ino, .name = std::string(name)});
+    return {};
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Change log
+
+Result<std::vector<Change>> Namespace::Impl::changes(std::uint64_t after, std::size_t limit) {
+  std::uint64_t horizon;
+  {
+    std::lock_guard lock(seq_mu);
+    horizon = seq_in_flight.empty() ? next_seq - 1 : *seq_in_flight.begin() - 1;
+  }
+  std::vector<Change> out;
+  if (after >= horizon) return out;
+  bool corrupt = false;
+  kv::Status s = kv->scan(rec::key_change(after + 1), rec::key_change(horizon + 1), limit,
+                          [&](std::string_view k, std::string_view v) {
+                            auto c = rec::decode_change(rec::key_tail64(k), v);
+                            if (!c) return !(corrupt = true);
+                            out.push_back(std::move(*c));
+                            return true;
+                          });
+  if (!s.ok()) return from_kv(s);
+  if (corrupt) return Errc::io;
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Start-up and shutdown
+
+Namespace::Impl::Impl(const Options& o)
+    : opt(o),
+      pool(std::max<std::size_t>(o.blocking_threads, 1)),
+      inodes(std::max<std::size_t>(o.inode_cache_entries, 64)),
+      entries(std::max<std::size_t>(o.inode_cache_entries, 64)) {}
+
+Namespace::Impl::~Impl() { pool.join(); }
+
+Status Namespace::Impl::recover_counters() {
+  std::string k, v;
+  kv::Status s = kv->last(std::string(1, rec::kChangeTag), kv::prefix_end(std::string(1, rec::kChangeTag)), &k, &v);
+  if (s.ok()) next_seq = rec::key_tail64(k) + 1;
+  else if (!s.not_found()) return from_kv(s);
+  std::int64_t n = 0;
+  std::string p(1, rec::kInodeTag);
+  s = kv->scan(p, kv::prefix_end(p), 0, [&](auto, auto) { return ++n, true; });
+  if (!s.ok()) return from_kv(s);
+  inode_count = n;
+  return {};
+}
+
+void Namespace::Impl::sweep_orphans() {
+  // After an unclean stop, data files may exist that no committed record
+  // names (writes that were never committed): remove them.
+  std::size_t removed = 0;
+  std::vector<std::pair<Ino, std::uint64_t>> doomed;
+  std::unordered_map<Ino, std::set<std::uint64_t>> live;
+  store->for_each([&](std::uint64_t ino, std::uint64_t fid) {
+    auto it = live.find(ino);
+    if (it == live.end()) {
+      std::set<std::uint64_t> fids;
+      std::string v;
+      if (kv->get(rec::key_inode(ino), &v).ok())
+        if (auto r = rec::decode_inode(ino, v)) fids.insert(r->fid);
+      std::string p = rec::key_version_prefix(ino);
+      kv->scan(p, kv::prefix_end(p), 0, [&](auto, std::string_view val) {
+        if (auto vr = rec::decode_version(val)) fids.insert(vr->fid);
+        return true;
+      });
+      it = live.emplace(ino, std::move(fids)).first;
+    }
+    if (!it->second.count(fid)) doomed.emplace_back(ino, fid);
+  });
+  for (auto [ino, fid] : doomed) removed += store->remove(ino, fid) == 0;
+  if (removed) spdlog::info("ns: removed {} orphaned data files after an unclean stop", removed);
+}
+
+void Namespace::Impl::register_metrics() {
+  auto& reg = metrics::Registry::global();
+  for (std::size_t i = 0; i < op_metrics.size(); ++i) {
+    metrics::Labels l{{"op", std::string(kOpNames[i])}};
+    op_metrics[i] = {&reg.counter("weft_ns_ops_total", "Namespace operations", l),
+                     &reg.counter("weft_ns_op_errors_total", "Namespace operations that failed", l),
+                     &reg.histogram("weft_ns_op_seconds", "Namespace operation latency", l)};
+  }
+  bytes_read = &reg.counter("weft_ns_read_bytes_total", "Bytes read through the namespace");
+  bytes_written = &reg.counter("weft_ns_written_bytes_total", "Bytes written through the namespace");
+  seals = &reg.counter("weft_ns_seals_total", "File versions sealed");
+  reg.gauge_fn("weft_ns_inodes", "Inodes in the namespace", {}, [this] { return double(inode_count.load()); });
+  reg.gauge_fn("weft_ns_cached_inodes", "Inodes in the namespace cache", {}, [this] { return double(inodes.size()); });
+  reg.gauge_fn("weft_ns_open_handles", "Open file handles", {}, [this] {
+    std::lock_guard lock(handles_mu);
+    return double(handles.size());
+  });
+  reg.gauge_fn("weft_ns_change_seq", "Last change log sequence number", {}, [this] {
+    std::lock_guard lock(seq_mu);
+    return double(next_seq - 1);
+  });
+}
+
+Status Namespace::Impl::start() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(opt.data_dir, ec);
+  if (ec || ::access(opt.data_dir.c_str(), W_OK | X_OK) != 0) {
+    spdlog::error("ns: data directory {} is not writable", opt.data_dir);
+    return Errc::access;
+  }
+  kv::Status ks;
+  kv = kv::open_rocksdb({.path = opt.data_dir + "/meta", .block_cache_bytes = opt.metadata_cache_bytes}, &ks);
+  if (!kv) {
+    spdlog::error("ns: cannot open the metadata store: {}", ks.message);
+    return Errc::io;
+  }
+  int err = 0;
+  store = data::FileStore::open(opt.data_dir + "/data", &err);
+  if (!store) {
+    spdlog::error("ns: cannot open the data store: {}", std::strerror(-err));
+    return Errc::io;
+  }
+  std::string format;
+  ks = kv->get(rec::key_meta("format"), &format);
+  bool unclean = false;
+  if (ks.not_found()) {
+    created = true;
+    auto txn = kv->begin();
+    rec::InodeRec root;
+    root.attr.ino = kRootIno;
+    root.attr.type = FileType::directory;
+    // World-writable and sticky, like /tmp: every user may create top-level
+    // directories (S3 buckets), and only remove their own.
+    root.attr.mode = 01777;
+    root.attr.nlink = 2;
+    root.attr.atime_ns = root.attr.mtime_ns = root.attr.ctime_ns = root.attr.btime_ns = now_ns();
+    root.attr.generation = 1;
+    root.attr.change = 1;
+    root.parent = kRootIno;
+    txn->put(rec::key_inode(kRootIno), rec::encode(root));
+    txn->put(rec::key_meta("format"), kFormat);
+    ks = txn->commit(kv::Durability::sync);
+    if (!ks.ok()) return from_kv(ks);
+  } else if (!ks.ok()) {
+    return from_kv(ks);
+  } else if (format != kFormat) {
+    spdlog::error("ns: metadata format {} is not supported (expected {})", format, kFormat);
+    return Errc::not_supported;
+  } else {
+    std::string clean;
+    unclean = !kv->get(rec::key_meta("clean"), &clean).ok() || clean != "1";
+  }
+  if (auto s = ino_alloc.init(*kv, kRootIno + 1); !s.ok()) return from_kv(s);
+  if (auto s = fid_alloc.init(*kv, 1); !s.ok()) return from_kv(s);
+  if (auto s = recover_counters(); !s) return s;
+  register_metrics();
+  if (auto s = load_identity(); !s) return s;
+  if (auto s = bootstrap_exports(); !s) return s;
+  store->clear_staging();
+  if (auto s = seal_unsealed(); !s) return s;
+  if (unclean) sweep_orphans();
+  auto txn = kv->begin();
+  txn->put(rec::key_meta("clean"), "0");
+  if (auto s = txn->commit(kv::Durability::sync); !s.ok()) return from_kv(s);
+  return {};
+}
+
+// ---------------------------------------------------------------------------
+// The public, coroutine face: check the context, time and count the call,
+// and run it inline (cache-served reads) or on the blocking pool.
+
+namespace {
+
+template <class T, class F>
+Result<T> observed(Namespace::Impl& im, Op op, const OpContext* ctx, F&& fn) {
+  auto start = std::chrono::steady_clock::now();
+  Result<T> r = [&]() -> Result<T> {
+    if (ctx)
+      if (auto s = im.check_ctx(*ctx); !s) return s.error();
+    if (im.closed.load()) return Errc::unavailable;
+    return fn();
+  }();
+  if (auto& m = im.op_metrics[static_cast<std::size_t>(op)]; m.calls) {
+    m.calls->inc();
+    if (!r) m.errors->inc();
+    m.latency->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return r;
+}
+
+}  // namespace
+
+#define WEFT_INLINE(T, op, ctx, ...) co_return observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; })
+#define WEFT_BLOCKING(T, op, ctx, ...) \
+  co_return co_await offload(impl_->pool, [&]() -> Result<T> { return observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; }); })
+
+Namespace::Namespace(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Namespace::~Namespace() { close(); }
+
+Result<std::unique_ptr<Namespace>> Namespace::open(const Options& options) {
+  auto impl = std::make_unique<Impl>(options);
+  if (auto s = impl->start(); !s) return s.error();
+  return std::unique_ptr<Namespace>(new Namespace(std::move(impl)));
+}
+
+bool Namespace::created() const { return impl_->created; }
+
+void Namespace::close() {
+  if (!impl_ || impl_->closed.exchange(true)) return;
+  Impl& im = *impl_;
+  // Seal what open handles wrote: a stop should not leave unsealed content.
+  std::vector<std::shared_ptr<FileState>> open;
+  {
+    std::lock_guard lock(im.files_mu);
+    for (auto& [ino, fs] : im.open_files) open.push_back(fs);
+  }
+  for (auto& fs : open) {
+    auto locks = im.lock_inodes({fs->ino});
+    std::unique_lock lock(fs->mu);
+    if (fs->working && !fs->removed && (fs->unsealed || fs->unsynced)) {
+      if (auto r = im.persist(*fs, true); !r)
+        spdlog::warn("ns: could not seal inode {} at shutdown: {}", fs->ino, r.error().message());
+    }
+  }
+  im.pool.join();
+  auto txn = im.kv->begin();
+  txn->put(rec::key_meta("clean"), "1");
+  if (auto s = txn->commit(kv::Durability::sync); !s.ok())
+    spdlog::error("ns: could not mark a clean stop: {}", s.message);
+  im.kv->flush();
+}
+
+Result<ExportAccess> Namespace::export_access(const Principal& p, std::string_view name) const {
+  return impl_->export_access(p, name);
+}
+Task<void> Namespace::set_export(const OpContext& ctx, const Export& e) {
+  WEFT_BLOCKING(void, exports, &ctx, return impl_->set_export(ctx, e));
+}
+Task<void> Namespace::remove_export(const OpContext& ctx, std::string_view name) {
+  WEFT_BLOCKING(void, exports, &ctx, return impl_->remove_export(ctx, name));
+}
+Result<std::vector<Export>> Namespace::exports() const {
+  std::shared_lock lock(impl_->id_mu);
+  std::vector<Export> out;
+  for (const auto& [n, e] : impl_->export_specs) out.push_back(e);
+  return out;
+}
+Task<Attr> Namespace::resolve(const OpContext& ctx, std::string_view path) {
+  WEFT_INLINE(Attr, resolve, &ctx, return impl_->resolve(ctx, path));
+}
+Task<Attr> Namespace::lookup(const OpContext& ctx, Ino dir, std::string_view name) {
+  WEFT_INLINE(Attr, lookup, &ctx, return impl_->lookup(ctx, dir, name));
+}
+Task<Attr> Namespace::getattr(const OpContext& ctx, Ino ino) {
+  WEFT_INLINE(Attr, getattr, &ctx, return impl_->getattr(ctx, ino));
+}
+Task<Attr> Namespace::setattr(const OpContext& ctx, Ino ino, const SetAttr& changes) {
+  WEFT_BLOCKING(Attr, setattr, &ctx, return impl_->setattr(ctx, ino, changes));
+}
+Task<DirPage> Namespace::readdir(const OpContext& ctx, Ino dir, std::uint64_t cookie,
+                                 std::size_t max_entries, bool with_attrs) {
+  WEFT_INLINE(DirPage, readdir, &ctx, return impl_->readdir(ctx, dir, cookie, max_entries, with_attrs, false, {}));
+}
+Task<DirPage> Namespace::list(const OpContext& ctx, Ino dir, std::string_view start_after,
+                              std::size_t max_entries, bool with_attrs) {
+  WEFT_INLINE(DirPage, list, &ctx, return impl_->readdir(ctx, dir, 0, max_entries, with_attrs, true, start_after));
+}
+Task<Attr> Namespace::create(const OpContext& ctx, Ino dir, std::string_view name,
+                             std::uint32_t mode, CreateMode how) {
+  WEFT_BLOCKING(Attr, create, &ctx, return impl_->make_node(ctx, dir, name, FileType::regular, mode, {}, how));
+}
+Task<Attr> Namespace::mkdir(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode) {
+  WEFT_BLOCKING(Attr, mkdir, &ctx, return impl_->make_node(ctx, dir, name, FileType::directory, mode, {}, CreateMode::exclusive));
+}
+Task<Attr> Namespace::symlink(const OpContext& ctx, Ino dir, std::string_view name,
+                              std::string_view target) {
+  WEFT_BLOCKING(Attr, symlink, &ctx, return impl_->make_node(ctx, dir, name, FileType::symlink, 0777, target, CreateMode::exclusive));
+}
+Task<std::string> Namespace::readlink(const OpContext& ctx, Ino ino) {
+  WEFT_INLINE(std::string, readlink, &ctx, {
+    auto r = impl_->load_inode(ino);
+    if (!r) return r.error();
+    if (r->attr.type != FileType::symlink) return Errc::invalid;
+    return r->target;
+  });
+}
+Task<Attr> Namespace::link(const OpContext& ctx, Ino ino, Ino dir, std::string_view name) {
+  WEFT_BLOCKING(Attr, link, &ctx, return impl_->link(ctx, ino, dir, name));
+}
+Task<void> Namespace::remove(const OpContext& ctx, Ino dir, std::string_view name) {
+  WEFT_BLOCKING(void, remove, &ctx, return impl_->unlink(ctx, dir, name, false));
+}
+Task<void> Namespace::rmdir(const OpContext& ctx, Ino dir, std::string_view name) {
+  WEFT_BLOCKING(void, rmdir, &ctx, return impl_->unlink(ctx, dir, name, true));
+}
+Task<void> Namespace::rename(const OpContext& ctx, Ino src_dir, std::string_view src_name,
+                             Ino dst_dir, std::string_view dst_name, bool no_replace) {
+  WEFT_BLOCKING(void, rename, &ctx, return impl_->rename(ctx, src_dir, src_name, dst_dir, dst_name, no_replace));
+}
+Task<FsStat> Namespace::statfs(const OpContext& ctx, Ino ino) {
+  WEFT_INLINE(FsStat, statfs, &ctx, return impl_->statfs(ctx, ino));
+}
+Task<Handle> Namespace::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
+  WEFT_BLOCKING(Handle, open, &ctx, return impl_->open(ctx, ino, flags));
+}
+Task<Handle> Namespace::stage(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode) {
+  WEFT_BLOCKING(Handle, stage, &ctx, return impl_->stage(ctx, dir, name, mode));
+}
+Task<std::size_t> Namespace::read(const OpContext& ctx, Handle h, std::uint64_t offset,
+                                  std::span<std::byte> out) {
+  WEFT_INLINE(std::size_t, read, &ctx, return impl_->read(ctx, h, offset, out));
+}
+Task<std::size_t> Namespace::write(const OpContext& ctx, Handle h, std::uint64_t offset,
+                                   std::span<const std::byte> data) {
+  WEFT_INLINE(std::size_t, write, &ctx, return impl_->write(ctx, h, offset, data));
+}
+Task<void> Namespace::flush(const OpContext& ctx, Handle h) {
+  WEFT_BLOCKING(void, flush, &ctx, return impl_->flush(ctx, h));
+}
+Task<Attr> Namespace::commit(const OpContext& ctx, Handle h) {
+  WEFT_BLOCKING(Attr, commit, &ctx, return impl_->commit(ctx, h));
+}
+Task<Attr> Namespace::commit(const OpContext& ctx, Ino ino) {
+  WEFT_BLOCKING(Attr, commit, &ctx, return impl_->commit_ino(ctx, ino));
+}
+Task<void> Namespace::release(const OpContext& ctx, Handle h) {
+  // No context check: a handle must be releasable even after a deadline.
+  WEFT_BLOCKING(void, release, nullptr, return impl_->release(ctx, h));
+}
+Task<std::vector<VersionInfo>> Namespace::versions(const OpContext& ctx, Ino ino) {
+  WEFT_INLINE(std::vector<VersionInfo>, versions, &ctx, return impl_->versions(ctx, ino));
+}
+Task<std::vector<ChunkInfo>> Namespace::chunks(const OpContext& ctx, Ino ino, std::uint64_t version) {
+  WEFT_INLINE(std::vector<ChunkInfo>, chunks, &ctx, return impl_->chunks(ctx, ino, version));
+}
+Task<std::size_t> Namespace::read_version(const OpContext& ctx, Ino ino, std::uint64_t version,
+                                          std::uint64_t offset, std::span<std::byte> out) {
+  WEFT_INLINE(std::size_t, read_version, &ctx, return impl_->read_version(ctx, ino, version, offset, out));
+}
+Task<std::string> Namespace::getxattr(const OpContext& ctx, Ino ino, std::string_view name) {
+  WEFT_INLINE(std::string, getxattr, &ctx, return impl_->getxattr(ctx, ino, name));
+}
+Task<void> Namespace::setxattr(const OpContext& ctx, Ino ino, std::string_view name,
+                               std::string_view value, XattrSet how) {
+  WEFT_BLOCKING(void, setxattr, &ctx, return impl_->setxattr(ctx, ino, name, value, how));
+}
+Task<std::vector<std::string>> Namespace::listxattr(const OpContext& ctx, Ino ino) {
+  WEFT_INLINE(std::vector<std::string>, listxattr, &ctx, return impl_->listxattr(ctx, ino));
+}
+Task<void> Namespace::removexattr(const OpContext& ctx, Ino ino, std::string_view name) {
+  WEFT_BLOCKING(void, removexattr, &ctx, return impl_->removexattr(ctx, ino, name));
+}
+Result<std::vector<Change>> Namespace::changes(std::uint64_t after, std::size_t limit) const {
+  return impl_->changes(after, limit);
+}
+std::uint64_t Namespace::last_change() const {
+  std::lock_guard lock(impl_->seq_mu);
+  return impl_->seq_in_flight.empty() ? impl_->next_seq - 1 : *impl_->seq_in_flight.begin() - 1;
+}
+
+Task<User> Namespace::create_user(const OpContext& ctx, const NewUser& spec) {
+  WEFT_BLOCKING(User, identity, &ctx, return impl_->create_user(ctx, spec));
+}
+Task<void> Namespace::delete_user(const OpContext& ctx, std::string_view name) {
+  WEFT_BLOCKING(void, identity, &ctx, return impl_->delete_user(ctx, name));
+}
+Task<void> Namespace::set_password(const OpContext& ctx, std::string_view name, std::string_view password) {
+  WEFT_BLOCKING(void, identity, &ctx, return impl_->set_password(ctx, name, password));
+}
+Task<S3Key> Namespace::add_s3_key(const OpContext& ctx, std::string_view user) {
+  WEFT_BLOCKING(S3Key, identity, &ctx, return impl_->add_s3_key(ctx, user));
+}
+Task<void> Namespace::remove_s3_key(const OpContext& ctx, std::string_view access_key) {
+  WEFT_BLOCKING(void, identity, &ctx, return impl_->remove_s3_key(ctx, access_key));
+}
+Task<void> Namespace::add_ssh_key(const OpContext& ctx, std::string_view user, std::string_view key) {
+  WEFT_BLOCKING(void, identity, &ctx, return impl_->change_ssh_key(ctx, user, key, true));
+}
+Task<void> Namespace::remove_ssh_key(const OpContext& ctx, std::string_view user, std::string_view key) {
+  WEFT_BLOCKING(void, identity, &ctx, return impl_->change_ssh_key(ctx, user, key, false));
+}
+Result<User> Namespace::verify_password(std::string_view name, std::string_view password) const {
+  return impl_->verify_password(name, password);
+}
+
+#undef WEFT_INLINE
+#undef WEFT_BLOCKING
+
+}  // namespace weft::ns

@@ -1,0 +1,165 @@
+// The one namespace every front end calls (modelled on JuiceFS pkg/vfs and
+// rclone vfs): an inode- and handle-based file system API with versions,
+// xattrs, identities, exports and a change log, on durable local storage.
+//
+// Contract:
+//  - Every call takes an OpContext and returns a Result; failures are one
+//    ns::Errc (see errc.hpp). Calls are coroutines: co_await them from any
+//    executor; work that blocks (fsync, synchronous metadata commits) runs on
+//    the namespace's own thread pool and the caller resumes on its executor.
+//  - Permission (mode bits, ownership, export access) is checked here, for
+//    every protocol at once. Names are 1..255 bytes without '/' or NUL and
+//    never "." or ".."; paths are resolved inside the namespace only.
+//  - Durability: a call that changes metadata returns after the change is
+//    committed to stable storage. Data written through a handle is durable
+//    once flush() or commit() returns; commit() and the last release() of a
+//    written file also *seal* it: the content is cut into content-defined
+//    chunks named by SHA-256 and recorded as a new numbered version.
+//  - stage() opens a new, invisible file that atomically replaces a name
+//    when committed (S3 PUT semantics: no partial object is ever visible).
+//  - Every change gets the next sequence number of the change log.
+#pragma once
+
+#include "gateway/ns/errc.hpp"
+#include "gateway/ns/types.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace weft::ns {
+
+template <class T>
+using Task = boost::asio::awaitable<Result<T>>;
+
+struct Options {
+  std::string data_dir;  // created if missing
+  std::size_t inode_cache_entries = 1 << 20;
+  std::size_t blocking_threads = 8;  // for fsync and synchronous commits
+  std::uint32_t retain_versions = 4;  // sealed versions kept per file
+  std::uint64_t max_file_size = 5ull << 40;
+  std::uint64_t metadata_cache_bytes = 32ull << 20;  // the store's block cache
+};
+
+class Namespace {
+ public:
+  // Opens (or creates) the namespace under options.data_dir; recovers after
+  // a crash (seals committed-but-unsealed files, removes orphaned data).
+  static Result<std::unique_ptr<Namespace>> open(const Options& options);
+  ~Namespace();
+  Namespace(const Namespace&) = delete;
+  Namespace& operator=(const Namespace&) = delete;
+
+  // True when this open found an empty data directory and created it.
+  bool created() const;
+
+  // --- Exports and paths -------------------------------------------------
+  // What `principal` may do in export `name` (Errc::not_found, Errc::access).
+  Result<ExportAccess> export_access(const Principal& principal, std::string_view name) const;
+  Task<void> set_export(const OpContext& ctx, const Export& e);
+  Task<void> remove_export(const OpContext& ctx, std::string_view name);
+  Result<std::vector<Export>> exports() const;
+  // Walks a '/'-separated path from the export root (symlinks not followed;
+  // ".." stops at the export root).
+  Task<Attr> resolve(const OpContext& ctx, std::string_view path);
+
+  // --- Inodes and directories --------------------------------------------
+  Task<Attr> lookup(const OpContext& ctx, Ino dir, std::string_view name);
+  Task<Attr> getattr(const OpContext& ctx, Ino ino);
+  Task<Attr> setattr(const OpContext& ctx, Ino ino, const SetAttr& changes);
+  // Entries in creation order; `cookie` 0 starts, a returned cookie resumes.
+  // Cookies stay valid while the directory changes: an entry removed is not
+  // returned, one created after the listing started may be.
+  Task<DirPage> readdir(const OpContext& ctx, Ino dir, std::uint64_t cookie,
+                        std::size_t max_entries, bool with_attrs);
+  // Entries in byte order of their names, after `start_after` (S3 listings).
+  Task<DirPage> list(const OpContext& ctx, Ino dir, std::string_view start_after,
+                     std::size_t max_entries, bool with_attrs);
+  Task<Attr> create(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode,
+                    CreateMode how);
+  Task<Attr> mkdir(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode);
+  Task<Attr> symlink(const OpContext& ctx, Ino dir, std::string_view name,
+                     std::string_view target);
+  Task<std::string> readlink(const OpContext& ctx, Ino ino);
+  Task<Attr> link(const OpContext& ctx, Ino ino, Ino dir, std::string_view name);
+  Task<void> remove(const OpContext& ctx, Ino dir, std::string_view name);
+  Task<void> rmdir(const OpContext& ctx, Ino dir, std::string_view name);
+  // Atomic; replaces an existing target of a compatible type (a directory
+  // only if empty); refuses to move a directory into itself.
+  Task<void> rename(const OpContext& ctx, Ino src_dir, std::string_view src_name, Ino dst_dir,
+                    std::string_view dst_name, bool no_replace = false);
+  Task<FsStat> statfs(const OpContext& ctx, Ino ino);
+
+  // --- File content ------------------------------------------------------
+  Task<Handle> open(const OpContext& ctx, Ino ino, OpenFlags flags);
+  // A new file, invisible until commit(handle), which then atomically
+  // replaces `name` in `dir` (a new version if it names a regular file).
+  Task<Handle> stage(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode);
+  Task<std::size_t> read(const OpContext& ctx, Handle h, std::uint64_t offset,
+                         std::span<std::byte> out);
+  Task<std::size_t> write(const OpContext& ctx, Handle h, std::uint64_t offset,
+                          std::span<const std::byte> data);
+  // Makes the data written so far durable.
+  Task<void> flush(const OpContext& ctx, Handle h);
+  // Durable, and sealed into a new version unless another handle still
+  // writes the file (then it is sealed by the last release).
+  Task<Attr> commit(const OpContext& ctx, Handle h);
+  // NFS COMMIT: the same for a file by inode, whoever wrote it.
+  Task<Attr> commit(const OpContext& ctx, Ino ino);
+  // Closes the handle; the last writer's release seals the file. A staged
+  // handle released without commit is discarded.
+  Task<void> release(const OpContext& ctx, Handle h);
+
+  // --- Versions ----------------------------------------------------------
+  Task<std::vector<VersionInfo>> versions(const OpContext& ctx, Ino ino);
+  Task<std::vector<ChunkInfo>> chunks(const OpContext& ctx, Ino ino, std::uint64_t version);
+  Task<std::size_t> read_version(const OpContext& ctx, Ino ino, std::uint64_t version,
+                                 std::uint64_t offset, std::span<std::byte> out);
+
+  // --- Extended attributes (S3 metadata, content type, checksums) --------
+  Task<std::string> getxattr(const OpContext& ctx, Ino ino, std::string_view name);
+  Task<void> setxattr(const OpContext& ctx, Ino ino, std::string_view name,
+                      std::string_view value, XattrSet how = XattrSet::any);
+  Task<std::vector<std::string>> listxattr(const OpContext& ctx, Ino ino);
+  Task<void> removexattr(const OpContext& ctx, Ino ino, std::string_view name);
+
+  // --- Change log --------------------------------------------------------
+  // Committed changes with seq > after, in order, at most `limit`.
+  Result<std::vector<Change>> changes(std::uint64_t after, std::size_t limit) const;
+  std::uint64_t last_change() const;
+
+  // --- Identity ----------------------------------------------------------
+  Task<User> create_user(const OpContext& ctx, const NewUser& spec);
+  Task<void> delete_user(const OpContext& ctx, std::string_view name);
+  Task<void> set_password(const OpContext& ctx, std::string_view name, std::string_view password);
+  Task<S3Key> add_s3_key(const OpContext& ctx, std::string_view user);
+  Task<void> remove_s3_key(const OpContext& ctx, std::string_view access_key);
+  Task<void> add_ssh_key(const OpContext& ctx, std::string_view user, std::string_view key);
+  Task<void> remove_ssh_key(const OpContext& ctx, std::string_view user, std::string_view key);
+  Result<std::vector<User>> users() const;
+  Result<User> user(std::string_view name) const;
+  Result<User> user_by_uid(std::uint32_t uid) const;
+  // For SigV4: the secret of an access key and its user.
+  Result<S3Key> s3_key(std::string_view access_key) const;
+  // Checks a password (constant time); Errc::access when wrong or unknown.
+  Result<User> verify_password(std::string_view name, std::string_view password) const;
+  // The NT hash (MD4 of the UTF-16LE password) for NTLM; Errc::not_found.
+  Result<std::array<std::uint8_t, 16>> nt_hash(std::string_view name) const;
+  Principal principal(const User& u) const;
+
+  // Flushes and closes the store; further calls fail with Errc::unavailable.
+  void close();
+
+  struct Impl;
+
+ private:
+  explicit Namespace(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weft::ns

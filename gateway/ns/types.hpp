@@ -1,0 +1,191 @@
+// Plain value types of the namespace API: inodes, attributes, identities,
+// directory pages, versions. No behaviour here.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace weft::ns {
+
+using Ino = std::uint64_t;
+inline constexpr Ino kRootIno = 1;
+
+enum class FileType : std::uint8_t { regular = 1, directory = 2, symlink = 3 };
+
+struct Attr {
+  Ino ino = 0;
+  FileType type = FileType::regular;
+  std::uint32_t mode = 0;  // permission bits only (07777)
+  std::uint32_t nlink = 0;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::uint64_t size = 0;
+  std::int64_t atime_ns = 0;
+  std::int64_t mtime_ns = 0;
+  std::int64_t ctime_ns = 0;
+  std::int64_t btime_ns = 0;  // creation
+  // Changes whenever an inode number is reused; (ino, generation) names a
+  // file forever, so protocol handles built from it go stale, never wrong.
+  std::uint64_t generation = 0;
+  // The newest sealed version (0: never sealed). `dirty` means the content
+  // holds writes that are not sealed into a version yet.
+  std::uint64_t version = 0;
+  bool dirty = false;
+  // Bumped by every change to the inode (data or attributes): an NFS change
+  // attribute, a cheap validator for caches.
+  std::uint64_t change = 0;
+};
+
+// Fields to change; absent fields stay. Times may be set to "now".
+struct SetAttr {
+  std::optional<std::uint32_t> mode;
+  std::optional<std::uint32_t> uid;
+  std::optional<std::uint32_t> gid;
+  std::optional<std::uint64_t> size;
+  std::optional<std::int64_t> atime_ns;
+  std::optional<std::int64_t> mtime_ns;
+  bool atime_now = false;
+  bool mtime_now = false;
+  // NFS SETATTR guard: fail with Errc::conflict unless ctime still equals this.
+  std::optional<std::int64_t> guard_ctime_ns;
+};
+
+// Who is asking. `admin` is the superuser: it passes mode-bit checks.
+struct Principal {
+  std::string user;
+  std::uint32_t uid = 65534;
+  std::uint32_t gid = 65534;
+  std::vector<std::uint32_t> groups;
+  bool admin = false;
+};
+
+enum class Access : std::uint8_t { none = 0, read_only = 1, read_write = 2 };
+
+// An export as seen by one principal: where it is rooted and what it may do.
+struct ExportAccess {
+  std::string name;
+  Ino root = kRootIno;
+  Access access = Access::none;
+};
+
+// Every namespace call takes one. The export scopes path resolution (".."
+// never climbs above its root) and write permission.
+struct OpContext {
+  Principal principal;
+  ExportAccess export_access;
+  std::string protocol;     // "s3", "nfs", ... for logs, metrics and audit
+  std::string client_addr;  // "ip:port"
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  std::shared_ptr<const std::atomic<bool>> cancelled;  // may be null
+};
+
+struct DirEntry {
+  std::string name;
+  Ino ino = 0;
+  FileType type = FileType::regular;
+  // Position after this entry: pass it back to continue the listing.
+  std::uint64_t cookie = 0;
+  std::optional<Attr> attr;  // filled when asked for
+};
+
+struct DirPage {
+  std::vector<DirEntry> entries;
+  bool eof = false;
+};
+
+enum class CreateMode : std::uint8_t {
+  unchecked,  // an existing regular file is returned as it is
+  exclusive,  // fail with Errc::exists if the name exists
+};
+
+struct OpenFlags {
+  bool read = true;
+  bool write = false;
+  bool truncate = false;  // only with write
+  bool append = false;    // writes go to the end of the file
+};
+
+struct Handle {
+  std::uint64_t id = 0;
+  friend bool operator==(Handle, Handle) = default;
+};
+
+using Sha256 = std::array<std::uint8_t, 32>;
+
+struct ChunkInfo {
+  std::uint64_t offset = 0;
+  std::uint32_t length = 0;
+  Sha256 sha256{};
+};
+
+struct VersionInfo {
+  std::uint64_t version = 0;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::size_t chunk_count = 0;
+  Sha256 id{};  // SHA-256 over the manifest: the version's identity
+};
+
+struct FsStat {
+  std::uint64_t total_bytes = 0;
+  std::uint64_t free_bytes = 0;
+  std::uint64_t avail_bytes = 0;
+  std::uint64_t total_files = 0;
+  std::uint64_t free_files = 0;
+  std::uint64_t used_inodes = 0;
+};
+
+enum class XattrSet : std::uint8_t { any, create_only, replace_only };
+
+// One entry of the change log. `seq` grows by one for every committed change.
+struct Change {
+  std::uint64_t seq = 0;
+  std::int64_t time_ns = 0;
+  std::string op;  // create mkdir symlink link remove rmdir rename setattr seal xattr
+  Ino ino = 0;
+  Ino parent = 0;
+  std::string name;
+  Ino new_parent = 0;  // rename
+  std::string new_name;
+  std::uint64_t version = 0;  // seal
+};
+
+// Identity: one user table for every protocol.
+struct User {
+  std::string name;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  bool admin = false;
+  std::vector<std::string> s3_access_keys;
+  std::vector<std::string> ssh_public_keys;  // authorized_keys lines
+};
+
+struct S3Key {
+  std::string access_key;
+  std::string secret_key;
+  std::string user;
+};
+
+struct NewUser {
+  std::string name;
+  std::string password;
+  bool admin = false;
+  std::optional<std::uint32_t> uid;  // allocated from 1000 up when absent
+  std::optional<std::uint32_t> gid;  // defaults to uid
+};
+
+struct Export {
+  std::string name;
+  std::string path = "/";  // a directory of the namespace
+  bool public_read = false;
+  Access default_access = Access::none;  // for users not listed
+  std::vector<std::pair<std::string, Access>> users;
+};
+
+}  // namespace weft::ns

@@ -1,0 +1,90 @@
+// One HTTP/1.1 request and its response, as a handler sees them, without
+// Beast in sight (this header is included by every handler file; Beast lives
+// in server.cpp alone).
+//
+// Contract for handlers:
+//  - request() is the parsed head; the body is pulled with read_body() in
+//    pieces (the transfer coding already removed) and is never buffered
+//    whole. A handler may answer without reading the body; the connection is
+//    then closed after the response, since the unread rest cannot be skipped
+//    cheaply.
+//  - A response is either send() (head and a body held in memory, one write)
+//    or send_head() followed by send_body() pieces that add up to exactly
+//    content_length (none for HEAD requests, 204 and 304). A response that
+//    ends short closes the connection, so the client never waits for bytes
+//    that will not come.
+//  - Errors are values: a failed read or write returns its error_code and
+//    marks the exchange broken; the connection closes after the handler.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/system/error_code.hpp>
+#include <boost/system/result.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace weft::http {
+
+template <class T>
+using Result = boost::system::result<T>;
+
+struct Header {
+  std::string name;  // lower-case in requests; as given in responses
+  std::string value;
+};
+
+struct RequestHead {
+  std::string method;  // as sent: "GET", "PUT", ...
+  std::string target;  // the raw request-target: "/bucket/key?x=y"
+  unsigned version = 11;
+  std::vector<Header> headers;  // in the order received, names lower-case
+  std::optional<std::uint64_t> content_length;
+  bool chunked = false;          // Transfer-Encoding: chunked (decoded for the handler)
+  bool expect_continue = false;  // "100 Continue" is sent by the first read_body()
+  std::string remote;            // "ip:port" of the client
+
+  // The first value of a header (name in lower case), or null.
+  const std::string* find(std::string_view name) const;
+};
+
+struct ResponseHead {
+  unsigned status = 200;
+  std::vector<Header> headers;  // Content-Length, Date, Server and Connection are added
+  std::uint64_t content_length = 0;
+};
+
+class Exchange {
+ public:
+  virtual ~Exchange() = default;
+  virtual const RequestHead& request() const = 0;
+
+  // The next piece of the request body: 0 at its end. Fails with
+  // boost::asio::error::timed_out (no bytes within the read timeout), eof
+  // (the client closed before the end), message_size (a chunked body over
+  // the limit), invalid_argument (a malformed chunked coding) or another
+  // socket error.
+  virtual boost::asio::awaitable<Result<std::size_t>> read_body(std::span<std::byte> out) = 0;
+  // True once the whole body has been read.
+  virtual bool body_complete() const = 0;
+
+  virtual boost::asio::awaitable<boost::system::error_code> send(const ResponseHead& head,
+                                                                 std::string_view body) = 0;
+  virtual boost::asio::awaitable<boost::system::error_code> send_head(const ResponseHead& head) = 0;
+  virtual boost::asio::awaitable<boost::system::error_code> send_body(
+      std::span<const std::byte> data) = 0;
+  virtual bool head_sent() const = 0;
+  // Closes the connection after this response (e.g. after a protocol error
+  // that leaves the request stream in an unknown state).
+  virtual void close_after() = 0;
+};
+
+using Handler = std::function<boost::asio::awaitable<void>(Exchange&)>;
+
+}  // namespace weft::http

@@ -1,0 +1,478 @@
+#include "protocols/http/server.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/status.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <unordered_map>
+
+namespace weft::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+constexpr auto kUse = asio::as_tuple(asio::use_awaitable);
+using Parser = bhttp::request_parser<bhttp::buffer_body>;
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// The Date header, formatted at most once a second per thread.
+const std::string& http_date() {
+  thread_local std::time_t last = 0;
+  thread_local std::string text;
+  std::time_t now = std::time(nullptr);
+  if (now != last) {
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[64];
+    std::size_t n = std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    text.assign(buf, n);
+    last = now;
+  }
+  return text;
+}
+
+std::string format_head(const ResponseHead& head, std::uint64_t content_length, bool close,
+                        std::string_view server_name) {
+  std::string out;
+  out.reserve(256 + head.headers.size() * 48);
+  out += "HTTP/1.1 ";
+  out += std::to_string(head.status);
+  out += ' ';
+  out += bhttp::obsolete_reason(bhttp::int_to_status(head.status));
+  out += "\r\nServer: ";
+  out += server_name;
+  out += "\r\nDate: ";
+  out += http_date();
+  out += "\r\n";
+  for (const auto& h : head.headers) {
+    out += h.name;
+    out += ": ";
+    out += h.value;
+    out += "\r\n";
+  }
+  out += "Content-Length: ";
+  out += std::to_string(content_length);
+  out += close ? "\r\nConnection: close\r\n\r\n" : "\r\n\r\n";
+  return out;
+}
+
+bool is_parse_error(const error_code& ec) {
+  return ec.category() == bhttp::make_error_code(bhttp::error::bad_version).category() &&
+         ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message;
+}
+
+}  // namespace
+
+const std::string* RequestHead::find(std::string_view name) const {
+  for (const auto& h : headers)
+    if (h.name == name) return &h.value;
+  return nullptr;
+}
+
+struct Session;
+
+struct Server::Impl : std::enable_shared_from_this<Impl> {
+  Impl(asio::io_context& io_, Options o, Handler h)
+      : io(io_),
+        strand(asio::make_strand(io_)),
+        acceptor(strand),
+        options(std::move(o)),
+        handler(std::move(h)),
+        stop_timer(strand) {}
+
+  asio::io_context& io;
+  asio::strand<asio::io_context::executor_type> strand;
+  tcp::acceptor acceptor;
+  const Options options;
+  const Handler handler;
+  asio::steady_timer stop_timer;  // strand only
+  tcp::endpoint bound;
+
+  mutable std::mutex mu;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mu
+  bool stopping = false;                                           // guarded by mu
+
+  asio::awaitable<void> accept_loop();
+  void stop();
+  void close_all();
+  Reply failure_reply(Failure f) const;
+};
+
+// One connection. Everything but the constructor runs on the socket's strand.
+struct Session : std::enable_shared_from_this<Session> {
+  Session(std::shared_ptr<Server::Impl> s, tcp::socket socket)
+      : server(std::move(s)), stream(std::move(socket)) {
+    error_code ec;
+    auto ep = stream.socket().remote_endpoint(ec);
+    if (!ec) {
+      remote = ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string();
+      remote += ":" + std::to_string(ep.port());
+    }
+  }
+
+  std::shared_ptr<Server::Impl> server;
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  std::string remote;
+  bool busy = false;      // a request is being handled (not waiting for a head)
+  bool stopping = false;  // the server is stopping: no further requests
+
+  asio::awaitable<void> run();
+  asio::awaitable<void> reply(const Reply& r);
+  void close() {
+    error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream.close();
+  }
+};
+
+namespace {
+
+class ExchangeImpl final : public Exchange {
+ public:
+  ExchangeImpl(Session& s, Parser& parser, RequestHead head, bool last)
+      : s_(s), parser_(parser), head_(std::move(head)), last_(last) {
+    remaining_ = head_.content_length.value_or(0);
+    body_done_ = head_.chunked ? parser_.is_done() : remaining_ == 0;
+    is_head_ = head_.method == "HEAD";
+  }
+
+  const RequestHead& request() const override { return head_; }
+  bool body_complete() const override { return body_done_; }
+  bool head_sent() const override { return head_sent_; }
+  void close_after() override { close_ = true; }
+
+  // The connection may serve another request after this one.
+  bool reusable() const { return !broken_ && !close_ && sent_ == expected_ && will_keep_; }
+
+  asio::awaitable<Result<std::size_t>> read_body(std::span<std::byte> out) override {
+    if (broken_) co_return error_code(asio::error::broken_pipe);
+    if (body_done_ || out.empty()) co_return std::size_t{0};
+    if (head_.expect_continue && !continue_sent_ && !head_sent_) {
+      continue_sent_ = true;
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      s_.stream.expires_after(s_.server->options.write_timeout);
+      auto [ec, n] = co_await asio::async_write(s_.stream, asio::buffer(kContinue), kUse);
+      if (ec) co_return fail(ec);
+    }
+    if (!head_.chunked) co_return co_await read_plain(out);
+    for (;;) {
+      if (parser_.is_done()) {
+        body_done_ = true;
+        co_return std::size_t{0};
+      }
+      parser_.get().body().data = out.data();
+      parser_.get().body().size = out.size();
+      s_.stream.expires_after(s_.server->options.read_timeout);
+      auto [ec, n] = co_await bhttp::async_read_some(s_.stream, s_.buffer, parser_, kUse);
+      if (ec == bhttp::error::need_buffer) ec = {};
+      if (ec) co_return fail(ec);
+      std::size_t got = out.size() - parser_.get().body().size;
+      if (got) co_return got;
+    }
+  }
+
+  asio::awaitable<error_code> send(const ResponseHead& head, std::string_view body) override {
+    if (auto ec = begin_head(head, body.size())) co_return ec;
+    std::array<asio::const_buffer, 2> bufs{asio::buffer(head_text_), asio::buffer(body.data(), expected_)};
+    co_return co_await write(bufs, expected_);
+  }
+
+  asio::awaitable<error_code> send_head(const ResponseHead& head) override {
+    if (auto ec = begin_head(head, head.content_length)) co_return ec;
+    co_return co_await write(asio::buffer(head_text_), 0);
+  }
+
+  asio::awaitable<error_code> send_body(std::span<const std::byte> data) override {
+    if (broken_) co_return error_code(asio::error::broken_pipe);
+    assert(head_sent_);
+    if (data.size() > expected_ - sent_) co_return fail(asio::error::message_size);
+    co_return co_await write(asio::buffer(data.data(), data.size()), data.size());
+  }
+
+ private:
+  // Beast's errors in the terms exchange.hpp promises.
+  Result<std::size_t> fail(error_code ec) {
+    broken_ = true;
+    if (ec == beast::error::timeout) return error_code(asio::error::timed_out);
+    if (ec == bhttp::error::body_limit) return error_code(asio::error::message_size);
+    if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
+        ec == asio::error::eof)
+      return error_code(asio::error::eof);
+    if (is_parse_error(ec)) return error_code(asio::error::invalid_argument);
+    return ec;
+  }
+
+  asio::awaitable<Result<std::size_t>> read_plain(std::span<std::byte> out) {
+    std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), remaining_));
+    std::size_t n;
+    if (s_.buffer.size() > 0) {
+      // Bytes that arrived with the head (or with a pipelined request's).
+      n = std::min(want, s_.buffer.size());
+      std::memcpy(out.data(), s_.buffer.data().data(), n);
+      s_.buffer.consume(n);
+    } else {
+      s_.stream.expires_after(s_.server->options.read_timeout);
+      auto [ec, got] = co_await s_.stream.async_read_some(asio::buffer(out.data(), want), kUse);
+      if (ec) co_return fail(ec);
+      n = got;
+    }
+    remaining_ -= n;
+    body_done_ = remaining_ == 0;
+    co_return n;
+  }
+
+  error_code begin_head(const ResponseHead& head, std::uint64_t length) {
+    if (broken_) return asio::error::broken_pipe;
+    assert(!head_sent_);
+    head_sent_ = true;
+    bool no_body = is_head_ || head.status == 204 || head.status == 304 || head.status < 200;
+    expected_ = no_body ? 0 : length;
+    will_keep_ = head_.version >= 11 ? !keep_alive_off() : keep_alive_on();
+    will_keep_ = will_keep_ && !close_ && !last_ && !s_.stopping && body_done_;
+    head_text_ = format_head(head, length, !will_keep_, s_.server->options.server_name);
+    return {};
+  }
+
+  bool keep_alive_off() const {
+    const std::string* c = head_.find("connection");
+    return c && iequals(*c, "close");
+  }
+  bool keep_alive_on() const {
+    const std::string* c = head_.find("connection");
+    return c && iequals(*c, "keep-alive");
+  }
+
+  template <class Buffers>
+  asio::awaitable<error_code> write(const Buffers& bufs, std::uint64_t body_bytes) {
+    s_.stream.expires_after(s_.server->options.write_timeout);
+    auto [ec, n] = co_await asio::async_write(s_.stream, bufs, kUse);
+    if (ec) {
+      broken_ = true;
+      co_return ec;
+    }
+    sent_ += body_bytes;
+    co_return error_code{};
+  }
+
+  Session& s_;
+  Parser& parser_;
+  RequestHead head_;
+  bool last_;
+  bool is_head_ = false;
+  std::uint64_t remaining_ = 0;  // plain bodies: bytes not read yet
+  bool body_done_ = false;
+  bool continue_sent_ = false;
+  bool head_sent_ = false;
+  bool broken_ = false;
+  bool close_ = false;
+  bool will_keep_ = false;
+  std::string head_text_;
+  std::uint64_t expected_ = 0;  // body bytes the head announced
+  std::uint64_t sent_ = 0;
+};
+
+RequestHead make_head(const Parser& parser, const std::string& remote) {
+  const auto& msg = parser.get();
+  RequestHead h;
+  h.method = std::string(msg.method_string());
+  h.target = std::string(msg.target());
+  h.version = msg.version();
+  h.headers.reserve(16);
+  for (const auto& f : msg) {
+    Header hd{std::string(f.name_string()), std::string(f.value())};
+    for (char& c : hd.name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    h.headers.push_back(std::move(hd));
+  }
+  if (auto n = parser.content_length()) h.content_length = *n;
+  h.chunked = parser.chunked();
+  if (const std::string* e = h.find("expect")) h.expect_continue = iequals(*e, "100-continue");
+  h.remote = remote;
+  return h;
+}
+
+}  // namespace
+
+asio::awaitable<void> Session::reply(const Reply& r) {
+  ResponseHead head{r.status, r.headers, r.body.size()};
+  std::string text = format_head(head, r.body.size(), true, server->options.server_name);
+  text += r.body;
+  stream.expires_after(server->options.write_timeout);
+  co_await asio::async_write(stream, asio::buffer(text), kUse);
+}
+
+asio::awaitable<void> Session::run() {
+  auto self = shared_from_this();
+  const Options& opt = server->options;
+  for (unsigned served = 0; served < opt.max_requests_per_connection && !stopping; ++served) {
+    Parser parser;
+    parser.header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(opt.header_limit, UINT32_MAX)));
+    parser.body_limit(opt.body_limit);
+    busy = false;
+    stream.expires_after(served == 0 ? opt.read_timeout : opt.idle_timeout);
+    auto [ec, n] = co_await bhttp::async_read_header(stream, buffer, parser, kUse);
+    if (ec) {
+      if (ec == bhttp::error::header_limit) {
+        co_await reply(server->failure_reply(Failure::header_too_large));
+      } else if (ec == bhttp::error::body_limit) {
+        co_await reply(server->failure_reply(Failure::body_too_large));
+      } else if (is_parse_error(ec)) {
+        co_await reply(server->failure_reply(Failure::bad_request));
+      }
+      break;
+    }
+    busy = true;
+    RequestHead head = make_head(parser, remote);
+    if (head.content_length && *head.content_length > opt.body_limit) {
+      co_await reply(server->failure_reply(Failure::body_too_large));
+      break;
+    }
+    ExchangeImpl ex(*this, parser, std::move(head), served + 1 == opt.max_requests_per_connection);
+    co_await server->handler(ex);
+    if (!ex.head_sent()) {
+      spdlog::error("http: the handler sent no response to {} {}", ex.request().method,
+                    ex.request().target);
+      co_await ex.send(ResponseHead{500, {}, 0}, {});
+    }
+    if (!ex.reusable()) break;
+  }
+  close();
+  std::lock_guard lock(server->mu);
+  server->sessions.erase(this);
+}
+
+Reply Server::Impl::failure_reply(Failure f) const {
+  if (options.on_failure) return options.on_failure(f);
+  switch (f) {
+    case Failure::header_too_large: return Reply{431, {}, {}};
+    case Failure::body_too_large: return Reply{413, {}, {}};
+    case Failure::bad_request: break;
+  }
+  return Reply{400, {}, {}};
+}
+
+asio::awaitable<void> Server::Impl::accept_loop() {
+  auto self = shared_from_this();
+  for (;;) {
+    tcp::socket socket(asio::make_strand(io));
+    auto [ec] = co_await acceptor.async_accept(socket, kUse);
+    if (!acceptor.is_open() || ec == asio::error::operation_aborted) co_return;
+    if (ec) {
+      // Out of descriptors or a connection reset before accept: back off a
+      // little instead of spinning, and keep serving the connections we have.
+      spdlog::warn("http: accept on {} failed: {}", acceptor.local_endpoint().port(), ec.message());
+      asio::steady_timer pause(strand, std::chrono::milliseconds(100));
+      co_await pause.async_wait(kUse);
+      continue;
+    }
+    error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    auto session = std::make_shared<Session>(self, std::move(socket));
+    {
+      std::lock_guard lock(mu);
+      if (stopping) continue;
+      sessions.emplace(session.get(), session);
+    }
+    asio::co_spawn(session->stream.get_executor(), session->run(), asio::detached);
+  }
+}
+
+void Server::Impl::close_all() {
+  std::vector<std::shared_ptr<Session>> live;
+  {
+    std::lock_guard lock(mu);
+    for (auto& [p, w] : sessions)
+      if (auto s = w.lock()) live.push_back(std::move(s));
+  }
+  for (auto& s : live) asio::post(s->stream.get_executor(), [s] { s->close(); });
+}
+
+void Server::Impl::stop() {
+  std::vector<std::shared_ptr<Session>> live;
+  {
+    std::lock_guard lock(mu);
+    if (stopping) return;
+    stopping = true;
+    for (auto& [p, w] : sessions)
+      if (auto s = w.lock()) live.push_back(std::move(s));
+  }
+  auto self = shared_from_this();
+  asio::post(strand, [self] {
+    error_code ignored;
+    self->acceptor.close(ignored);
+    self->stop_timer.expires_after(self->options.stop_deadline);
+    self->stop_timer.async_wait([self](error_code ec) {
+      if (!ec) self->close_all();
+    });
+  });
+  // Idle connections close now; busy ones after their current response.
+  for (auto& s : live) {
+    asio::post(s->stream.get_executor(), [s] {
+      s->stopping = true;
+      if (!s->busy) s->close();
+    });
+  }
+}
+
+Result<std::unique_ptr<Server>> Server::listen(asio::io_context& io, const tcp::endpoint& endpoint,
+                                               Options options, Handler handler) {
+  auto impl = std::make_shared<Impl>(io, std::move(options), std::move(handler));
+  error_code ec;
+  impl->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(endpoint, ec);
+  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) impl->bound = impl->acceptor.local_endpoint(ec);
+  if (ec) return ec;
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Server::Server(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() { impl_->stop(); }
+
+tcp::endpoint Server::local_endpoint() const { return impl_->bound; }
+
+void Server::start() {
+  asio::co_spawn(impl_->strand, impl_->accept_loop(), asio::detached);
+}
+
+void Server::stop() { impl_->stop(); }
+
+std::size_t Server::connections() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->sessions.size();
+}
+
+}  // namespace weft::http

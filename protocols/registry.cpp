@@ -1,0 +1,39 @@
+#include "protocols/registry.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace weft::protocols {
+
+FrontEnd::~FrontEnd() = default;
+
+void Registry::add(std::string_view protocol, Factory factory) {
+  if (std::find(kProtocols.begin(), kProtocols.end(), protocol) == kProtocols.end()) {
+    throw std::invalid_argument("unknown protocol \"" + std::string(protocol) + "\"");
+  }
+  if (!factory) throw std::invalid_argument("empty factory for " + std::string(protocol));
+  if (!factories_.emplace(std::string(protocol), std::move(factory)).second) {
+    throw std::invalid_argument("protocol " + std::string(protocol) + " registered twice");
+  }
+}
+
+const Factory* Registry::find(std::string_view protocol) const {
+  auto it = factories_.find(protocol);
+  return it == factories_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string_view> Registry::available() const {
+  std::vector<std::string_view> out;
+  for (auto p : kProtocols) {
+    if (factories_.contains(p)) out.push_back(p);
+  }
+  return out;
+}
+
+void register_all(Registry& registry) {
+  // No protocol front end exists yet: each protocol's issue adds its
+  // factory here (registry.add("s3", ...)), and until then every listener
+  // is reported as "not available in this build".
+}
+
+}  // namespace weft::protocols

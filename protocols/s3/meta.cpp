@@ -1,0 +1,180 @@
+#include "protocols/s3/meta.hpp"
+
+#include "protocols/s3/dates.hpp"
+#include "protocols/s3/sigv4.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+namespace weft::s3 {
+
+namespace {
+
+using json = nlohmann::json;
+
+struct StoredHeader {
+  std::string_view header;  // lower case
+  std::string ObjectMeta::*field;
+  std::string_view key;  // in the stored JSON
+  std::string_view response_name;
+};
+
+constexpr StoredHeader kStored[] = {
+    {"content-type", &ObjectMeta::content_type, "ct", "Content-Type"},
+    {"content-encoding", &ObjectMeta::content_encoding, "ce", "Content-Encoding"},
+    {"content-disposition", &ObjectMeta::content_disposition, "cd", "Content-Disposition"},
+    {"content-language", &ObjectMeta::content_language, "cl", "Content-Language"},
+    {"cache-control", &ObjectMeta::cache_control, "cc", "Cache-Control"},
+    {"expires", &ObjectMeta::expires, "ex", "Expires"},
+};
+
+// Content-Encoding minus the aws-chunked coding, which describes the
+// request, not the object.
+std::string strip_aws_chunked(std::string_view v) {
+  std::string out;
+  while (!v.empty()) {
+    std::size_t comma = v.find(',');
+    std::string_view item = v.substr(0, comma);
+    v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item.empty() || item == "aws-chunked") continue;
+    if (!out.empty()) out += ",";
+    out += item;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ObjectMeta::encode() const {
+  json j;
+  j["v"] = version;
+  j["etag"] = etag;
+  if (checksum) j["sum"] = {checksum_name(checksum->first), checksum->second};
+  if (!parts.empty()) j["parts"] = parts;
+  for (const auto& s : kStored)
+    if (!(this->*s.field).empty()) j[std::string(s.key)] = this->*s.field;
+  if (!user.empty()) j["meta"] = user;
+  return j.dump();
+}
+
+std::optional<ObjectMeta> ObjectMeta::decode(std::string_view text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  ObjectMeta m;
+  try {
+    m.version = j.value("v", std::uint64_t{0});
+    m.etag = j.value("etag", std::string());
+    if (auto it = j.find("sum"); it != j.end() && it->is_array() && it->size() == 2) {
+      if (auto a = checksum_algo((*it)[0].get<std::string>())) m.checksum.emplace(*a, (*it)[1].get<std::string>());
+    }
+    if (auto it = j.find("parts"); it != j.end())
+      m.parts = it->get<std::vector<std::pair<std::uint64_t, std::uint32_t>>>();
+    for (const auto& s : kStored) m.*s.field = j.value(std::string(s.key), std::string());
+    if (auto it = j.find("meta"); it != j.end())
+      m.user = it->get<std::vector<std::pair<std::string, std::string>>>();
+  } catch (const json::exception&) {
+    // Written by an older or foreign writer: treat it as absent.
+    return std::nullopt;
+  }
+  return m;
+}
+
+std::uint32_t ObjectMeta::part_count() const {
+  std::uint32_t n = 0;
+  for (const auto& [size, count] : parts) n += count;
+  return n;
+}
+
+std::optional<std::pair<std::uint64_t, std::uint64_t>> ObjectMeta::part_range(std::uint32_t n) const {
+  if (n == 0) return std::nullopt;
+  std::uint64_t offset = 0;
+  std::uint32_t index = 1;
+  for (const auto& [size, count] : parts) {
+    if (n < index + count) return std::make_pair(offset + (n - index) * size, size);
+    offset += size * count;
+    index += count;
+  }
+  return std::nullopt;
+}
+
+boost::system::result<ObjectMeta, Error> meta_from_headers(std::span<const http::Header> headers) {
+  ObjectMeta m;
+  std::size_t user_bytes = 0;
+  for (const auto& h : headers) {
+    if (h.name.starts_with("x-amz-meta-")) {
+      std::string name = h.name.substr(11);
+      user_bytes += name.size() + h.value.size();
+      m.user.emplace_back(std::move(name), h.value);
+      continue;
+    }
+    for (const auto& s : kStored)
+      if (h.name == s.header) m.*s.field = h.value;
+  }
+  if (user_bytes > kMaxUserMetadata) return Error(Code::MetadataTooLarge);
+  m.content_encoding = strip_aws_chunked(m.content_encoding);
+  if (m.content_type.empty()) m.content_type = "binary/octet-stream";
+  return m;
+}
+
+std::string etag_of(const ObjectMeta& m, const ns::Attr& a) {
+  if (m.current(a)) return "\"" + m.etag + "\"";
+  std::string id = std::to_string(a.ino) + "/" + std::to_string(a.generation) + "/" +
+                   std::to_string(a.version) + "/" + std::to_string(a.size) + "/" +
+                   std::to_string(a.mtime_ns);
+  return "\"" + sha256_hex(id).substr(0, 32) + "-1\"";
+}
+
+void add_object_headers(std::vector<http::Header>& out, const ObjectMeta& m, const ns::Attr& a,
+                        bool with_checksum) {
+  out.push_back({"ETag", etag_of(m, a)});
+  out.push_back({"Last-Modified", http_date(a.mtime_ns)});
+  out.push_back({"Accept-Ranges", "bytes"});
+  for (const auto& s : kStored) {
+    const std::string& v = m.*s.field;
+    if (!v.empty()) out.push_back({std::string(s.response_name), v});
+  }
+  if (m.content_type.empty()) out.push_back({"Content-Type", "binary/octet-stream"});
+  for (const auto& [name, value] : m.user) out.push_back({"x-amz-meta-" + name, value});
+  if (m.current(a)) {
+    if (with_checksum && m.checksum)
+      out.push_back({std::string(checksum_header(m.checksum->first)), m.checksum->second});
+    if (!m.parts.empty()) out.push_back({"x-amz-mp-parts-count", std::to_string(m.part_count())});
+  }
+}
+
+std::string encode_tags(const Tags& tags) { return json(tags).dump(); }
+
+std::optional<Tags> decode_tags(std::string_view text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_array()) return std::nullopt;
+  try {
+    return j.get<Tags>();
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+Outcome check_tags(const Tags& tags) {
+  if (tags.size() > 10) return Error(Code::InvalidTag, "Object tags cannot be greater than 10");
+  std::set<std::string_view> keys;
+  for (const auto& [k, v] : tags) {
+    if (k.empty() || k.size() > 128) return Error(Code::InvalidTag, "The TagKey you have provided is invalid");
+    if (v.size() > 256) return Error(Code::InvalidTag, "The TagValue you have provided is invalid");
+    if (!keys.insert(k).second) return Error(Code::InvalidTag, "Cannot provide multiple Tags with the same key");
+  }
+  return std::nullopt;
+}
+
+boost::system::result<Tags, Error> parse_tagging_header(std::string_view text) {
+  auto params = sigv4::parse_query(text);
+  if (!params) return Error(Code::InvalidArgument, "The x-amz-tagging header is malformed");
+  Tags tags;
+  for (auto& p : *params) tags.emplace_back(std::move(p.name), std::move(p.value));
+  if (auto e = check_tags(tags)) return *e;
+  return tags;
+}
+
+}  // namespace weft::s3

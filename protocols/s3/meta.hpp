@@ -1,0 +1,81 @@
+// S3 object metadata kept with the file as namespace xattrs, so the other
+// protocols carry it along: one xattr "s3.meta" (ETag, Content-* headers,
+// x-amz-meta-*, checksum, multipart part sizes) written once per PUT, and
+// "s3.tagging" for the object's tags.
+//
+// The content fields (ETag, checksum, parts) describe one namespace version;
+// when another protocol has changed the file since, they no longer apply and
+// the ETag is derived from the inode and its version instead (it still
+// changes whenever the content does, but is not an MD5: it has a "-1"
+// suffix, which clients read as "not an MD5", as for multipart ETags).
+#pragma once
+
+#include "gateway/ns/types.hpp"
+#include "protocols/http/exchange.hpp"
+#include "protocols/s3/checksum.hpp"
+#include "protocols/s3/errors.hpp"
+
+#include <boost/system/result.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace weft::s3 {
+
+inline constexpr std::string_view kMetaXattr = "s3.meta";
+inline constexpr std::string_view kTagsXattr = "s3.tagging";
+// x-amz-meta-* names and values together, as S3 limits them.
+inline constexpr std::size_t kMaxUserMetadata = 2048;
+inline constexpr std::string_view kEmptyMd5 = "d41d8cd98f00b204e9800998ecf8427e";
+
+struct ObjectMeta {
+  std::uint64_t version = 0;  // the namespace version the content fields describe
+  std::string etag;           // without quotes
+  std::optional<std::pair<ChecksumAlgo, std::string>> checksum;
+  // Multipart objects: runs of (part size, number of parts) in part order.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> parts;
+
+  std::string content_type;
+  std::string content_encoding;
+  std::string content_disposition;
+  std::string content_language;
+  std::string cache_control;
+  std::string expires;
+  std::vector<std::pair<std::string, std::string>> user;  // x-amz-meta-NAME (lower case) -> value
+
+  std::string encode() const;
+  static std::optional<ObjectMeta> decode(std::string_view text);
+
+  // Whether the content fields describe the file as it is now.
+  bool current(const ns::Attr& a) const { return version == a.version && !a.dirty && !etag.empty(); }
+  std::uint32_t part_count() const;
+  // The byte range of a part (1-based); nullopt when there is no such part.
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> part_range(std::uint32_t n) const;
+};
+
+// The Content-* and x-amz-meta-* fields of a request (PUT, copy with
+// REPLACE, create multipart upload). MetadataTooLarge past 2 KiB.
+boost::system::result<ObjectMeta, Error> meta_from_headers(std::span<const http::Header> headers);
+
+// The ETag to show for a file, quoted.
+std::string etag_of(const ObjectMeta& m, const ns::Attr& a);
+
+// ETag, Last-Modified, Content-Type and the other stored headers, the
+// checksum when asked for (x-amz-checksum-mode: ENABLED) and the part count.
+void add_object_headers(std::vector<http::Header>& out, const ObjectMeta& m, const ns::Attr& a,
+                        bool with_checksum);
+
+// Tags, as stored in kTagsXattr.
+using Tags = std::vector<std::pair<std::string, std::string>>;
+std::string encode_tags(const Tags& tags);
+std::optional<Tags> decode_tags(std::string_view text);
+// S3's limits: at most 10 tags, keys 1..128 and values 0..256 bytes, unique keys.
+Outcome check_tags(const Tags& tags);
+// The x-amz-tagging header: "k1=v1&k2=v2", URL-encoded.
+boost::system::result<Tags, Error> parse_tagging_header(std::string_view text);
+
+}  // namespace weft::s3

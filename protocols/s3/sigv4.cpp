@@ -1,0 +1,282 @@
+#include "protocols/s3/sigv4.hpp"
+
+#include "protocols/s3/checksum.hpp"
+
+#include <openssl/crypto.h>
+
+#include <algorithm>
+
+namespace weft::s3::sigv4 {
+
+namespace {
+
+bool unreserved(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_' || c == '~';
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool is_lower_hex(std::string_view s) {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Trimmed, with runs of spaces inside collapsed to one (SigV4 "Trimall").
+void append_trimmed(std::string& out, std::string_view v) {
+  v = trim(v);
+  bool space = false;
+  for (char c : v) {
+    if (c == ' ' || c == '\t') {
+      space = true;
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+}
+
+}  // namespace
+
+std::string uri_encode(std::string_view s, bool encode_slash) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size() + s.size() / 4);
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (unreserved(c) || (c == '/' && !encode_slash)) {
+      out += ch;
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> uri_decode(std::string_view s, bool plus_is_space) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '%') {
+      if (i + 2 >= s.size()) return std::nullopt;
+      int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string Scope::str() const { return date + "/" + region + "/" + service + "/aws4_request"; }
+
+std::optional<Credential> parse_credential(std::string_view text) {
+  // The access key is everything before the last four components.
+  std::array<std::string_view, 4> tail;
+  std::string_view rest = text;
+  for (int i = 3; i >= 0; --i) {
+    std::size_t slash = rest.rfind('/');
+    if (slash == std::string_view::npos) return std::nullopt;
+    tail[static_cast<std::size_t>(i)] = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+  }
+  if (rest.empty() || tail[3] != "aws4_request" || tail[0].size() != 8 ||
+      !std::all_of(tail[0].begin(), tail[0].end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      tail[1].empty() || tail[2].empty())
+    return std::nullopt;
+  return Credential{std::string(rest),
+                    Scope{std::string(tail[0]), std::string(tail[1]), std::string(tail[2])}};
+}
+
+std::optional<std::vector<std::string>> parse_signed_headers(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    std::size_t semi = text.find(';');
+    std::string_view name = text.substr(0, semi);
+    if (name.empty()) return std::nullopt;
+    for (char c : name)
+      if (c >= 'A' && c <= 'Z') return std::nullopt;
+    if (!out.empty() && !(out.back() < name)) return std::nullopt;
+    out.emplace_back(name);
+    if (semi == std::string_view::npos) break;
+    text.remove_prefix(semi + 1);
+    if (text.empty()) return std::nullopt;
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+std::optional<AuthorizationHeader> parse_authorization(std::string_view text) {
+  if (text.substr(0, kAlgorithm.size()) != kAlgorithm) return std::nullopt;
+  text.remove_prefix(kAlgorithm.size());
+  if (text.empty() || text.front() != ' ') return std::nullopt;
+  std::optional<Credential> credential;
+  std::optional<std::vector<std::string>> signed_headers;
+  std::optional<std::string> signature;
+  while (!text.empty()) {
+    std::size_t comma = text.find(',');
+    std::string_view part = trim(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    std::size_t eq = part.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;
+    std::string_view name = part.substr(0, eq), value = part.substr(eq + 1);
+    if (name == "Credential" && !credential) {
+      credential = parse_credential(value);
+      if (!credential) return std::nullopt;
+    } else if (name == "SignedHeaders" && !signed_headers) {
+      signed_headers = parse_signed_headers(value);
+      if (!signed_headers) return std::nullopt;
+    } else if (name == "Signature" && !signature) {
+      if (value.size() != 64 || !is_lower_hex(value)) return std::nullopt;
+      signature = std::string(value);
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!credential || !signed_headers || !signature) return std::nullopt;
+  return AuthorizationHeader{std::move(*credential), std::move(*signed_headers),
+                             std::move(*signature)};
+}
+
+std::optional<std::vector<QueryParam>> parse_query(std::string_view raw) {
+  std::vector<QueryParam> out;
+  while (!raw.empty()) {
+    std::size_t amp = raw.find('&');
+    std::string_view part = raw.substr(0, amp);
+    raw = amp == std::string_view::npos ? std::string_view() : raw.substr(amp + 1);
+    if (part.empty()) continue;
+    std::size_t eq = part.find('=');
+    auto name = uri_decode(part.substr(0, eq), true);
+    auto value = uri_decode(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1), true);
+    if (!name || !value) return std::nullopt;
+    out.push_back({std::move(*name), std::move(*value)});
+  }
+  return out;
+}
+
+std::string canonical_request(const CanonicalInput& in) {
+  std::string out;
+  out.reserve(512);
+  out += in.method;
+  out += '\n';
+  out += in.path.empty() ? std::string("/") : uri_encode(in.path, false);
+  out += '\n';
+
+  std::vector<std::pair<std::string, std::string>> q;
+  q.reserve(in.query.size());
+  for (const auto& p : in.query) {
+    if (in.presigned && p.name == "X-Amz-Signature") continue;
+    q.emplace_back(uri_encode(p.name, true), uri_encode(p.value, true));
+  }
+  std::sort(q.begin(), q.end());
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    if (i) out += '&';
+    out += q[i].first;
+    out += '=';
+    out += q[i].second;
+  }
+  out += '\n';
+
+  for (const auto& name : in.signed_headers) {
+    out += name;
+    out += ':';
+    bool first = true;
+    for (const auto& h : in.headers) {
+      if (h.name != name) continue;
+      if (!first) out += ',';
+      first = false;
+      append_trimmed(out, h.value);
+    }
+    out += '\n';
+  }
+  out += '\n';
+  for (std::size_t i = 0; i < in.signed_headers.size(); ++i) {
+    if (i) out += ';';
+    out += in.signed_headers[i];
+  }
+  out += '\n';
+  out += in.payload_hash;
+  return out;
+}
+
+std::string string_to_sign(std::string_view amz_date, const Scope& scope,
+                           std::string_view canonical_request) {
+  std::string out(kAlgorithm);
+  out += '\n';
+  out += amz_date;
+  out += '\n';
+  out += scope.str();
+  out += '\n';
+  out += sha256_hex(canonical_request);
+  return out;
+}
+
+Key signing_key(std::string_view secret, const Scope& scope) {
+  std::string k0 = "AWS4" + std::string(secret);
+  Key k = hmac_sha256(as_bytes(k0), scope.date);
+  k = hmac_sha256(k, scope.region);
+  k = hmac_sha256(k, scope.service);
+  return hmac_sha256(k, "aws4_request");
+}
+
+std::string sign(const Key& key, std::string_view string_to_sign) {
+  return to_hex(hmac_sha256(key, string_to_sign));
+}
+
+namespace {
+std::string chained(std::string_view algorithm, std::string_view amz_date, const Scope& scope,
+                    std::string_view previous, std::string_view middle, std::string_view hash) {
+  std::string out(algorithm);
+  const std::string scope_text = scope.str();
+  for (std::string_view part : {amz_date, std::string_view(scope_text), previous}) {
+    out += '\n';
+    out += part;
+  }
+  if (!middle.empty()) {
+    out += '\n';
+    out += middle;
+  }
+  out += '\n';
+  out += hash;
+  return out;
+}
+}  // namespace
+
+std::string chunk_string_to_sign(std::string_view amz_date, const Scope& scope,
+                                 std::string_view previous_signature,
+                                 std::string_view chunk_sha256_hex) {
+  return chained("AWS4-HMAC-SHA256-PAYLOAD", amz_date, scope, previous_signature, kEmptySha256,
+                 chunk_sha256_hex);
+}
+
+std::string trailer_string_to_sign(std::string_view amz_date, const Scope& scope,
+                                   std::string_view previous_signature,
+                                   std::string_view trailer_sha256_hex) {
+  return chained("AWS4-HMAC-SHA256-TRAILER", amz_date, scope, previous_signature, {},
+                 trailer_sha256_hex);
+}
+
+bool equal_constant_time(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace weft::s3::sigv4

@@ -1,0 +1,264 @@
+// Configuration: defaults, the JSON file, command-line overrides, and one
+// clear message naming the key for every kind of mistake.
+#include "gateway/config.hpp"
+
+#include "../backend/temp_dir.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+using weft::gateway::Address;
+using weft::gateway::Config;
+using weft::gateway::ConfigResult;
+using weft::gateway::load;
+using weft::gateway::load_text;
+using weft::gateway::LogFormat;
+using weft::gateway::Overrides;
+using weft::gateway::prepare_data_dir;
+using weft::test::TempDir;
+
+namespace {
+
+ConfigResult parse(std::string_view json, const Overrides& o = {}) {
+  return load_text(json, "test.json", o);
+}
+
+// The message of a config that must fail to load.
+std::string error_of(std::string_view json, const Overrides& o = {}) {
+  auto r = parse(json, o);
+  REQUIRE_FALSE(r.has_value());
+  return r.error().message;
+}
+
+void check_defaults(const Config& c) {
+  CHECK(c.data_dir == "./weft-data");
+  CHECK(c.region == "us-east-1");
+  CHECK(c.threads == 0);
+  CHECK(c.log.level == "info");
+  CHECK(c.log.format == LogFormat::text);
+  CHECK(c.log.file.empty());
+  CHECK(c.listeners.size() == 5);
+  CHECK(c.listeners.at("s3") == Address{"127.0.0.1", 9000});
+  CHECK(c.listeners.at("rest") == Address{"127.0.0.1", 9080});
+  CHECK(c.listeners.at("nfs") == Address{"127.0.0.1", 2049});
+  CHECK(c.listeners.at("smb") == Address{"127.0.0.1", 4445});
+  CHECK(c.listeners.at("sftp") == Address{"127.0.0.1", 2222});
+  const weft::ns::Options ns_defaults;
+  CHECK(c.ns.data_dir == c.data_dir);
+  CHECK(c.ns.inode_cache_entries == ns_defaults.inode_cache_entries);
+  CHECK(c.ns.retain_versions == ns_defaults.retain_versions);
+  CHECK(c.ns.max_file_size == ns_defaults.max_file_size);
+  CHECK(c.ns.blocking_threads == ns_defaults.blocking_threads);
+  CHECK(c.ns.metadata_cache_bytes == ns_defaults.metadata_cache_bytes);
+}
+
+}  // namespace
+
+TEST_CASE("no file and no flags: the built-in defaults") {
+  auto c = load(std::nullopt, {});
+  REQUIRE(c.has_value());
+  check_defaults(*c);
+  auto empty = parse("{}");
+  REQUIRE(empty.has_value());
+  check_defaults(*empty);
+}
+
+TEST_CASE("conf/weft.example.json loads with the real loader and documents the defaults") {
+  auto c = load(std::filesystem::path(WEFT_SOURCE_DIR) / "conf/weft.example.json", {});
+  INFO((c.has_value() ? std::string() : c.error().message));
+  REQUIRE(c.has_value());
+  check_defaults(*c);
+}
+
+TEST_CASE("every option is read from the file; comments are allowed") {
+  auto c = parse(R"({
+    // a comment
+    "data_dir": "/srv/weft", /* another */
+    "region": "eu-west-2",
+    "listeners": {"s3": "0.0.0.0:0", "rest": "[::1]:8080", "nfs": "off",
+                  "smb": "localhost:445", "sftp": "10.1.2.3:22"},
+    "threads": 6,
+    "log": {"level": "debug", "format": "json", "file": "weft.log"},
+    "namespace": {"inode_cache_entries": 1000, "retain_versions": 2, "max_file_size": 1048576,
+                  "blocking_threads": 3, "metadata_cache_bytes": 0}
+  })");
+  INFO((c.has_value() ? std::string() : c.error().message));
+  REQUIRE(c.has_value());
+  CHECK(c->data_dir == "/srv/weft");
+  CHECK(c->ns.data_dir == "/srv/weft");
+  CHECK(c->region == "eu-west-2");
+  CHECK(c->listeners.at("s3") == Address{"0.0.0.0", 0});
+  CHECK(c->listeners.at("rest") == Address{"::1", 8080});
+  CHECK_FALSE(c->listeners.at("nfs").has_value());
+  CHECK(c->listeners.at("smb") == Address{"127.0.0.1", 445});
+  CHECK(c->listeners.at("sftp") == Address{"10.1.2.3", 22});
+  CHECK(c->threads == 6);
+  CHECK(c->log.level == "debug");
+  CHECK(c->log.format == LogFormat::json);
+  CHECK(c->log.file == "weft.log");
+  CHECK(c->ns.inode_cache_entries == 1000);
+  CHECK(c->ns.retain_versions == 2);
+  CHECK(c->ns.max_file_size == 1048576);
+  CHECK(c->ns.blocking_threads == 3);
+  CHECK(c->ns.metadata_cache_bytes == 0);
+}
+
+TEST_CASE("addresses print as the config writes them") {
+  CHECK(Address{"127.0.0.1", 9000}.to_string() == "127.0.0.1:9000");
+  CHECK(Address{"::1", 0}.to_string() == "[::1]:0");
+}
+
+TEST_CASE("an unknown key at any level is named") {
+  CHECK(error_of(R"({"data_dir": "d", "bogus": 1})")
+            .starts_with("config: bogus: unknown key (expected one of data_dir, region,"));
+  CHECK(error_of(R"({"listeners": {"ftp": "127.0.0.1:21"}})") ==
+        "config: listeners.ftp: unknown key (expected one of s3, rest, nfs, smb, sftp)");
+  CHECK(error_of(R"({"log": {"colour": true}})").starts_with("config: log.colour: unknown key"));
+  CHECK(error_of(R"({"namespace": {"cache": 1}})")
+            .starts_with("config: namespace.cache: unknown key"));
+}
+
+TEST_CASE("a bad address is named with its key") {
+  CHECK(error_of(R"({"listeners": {"s3": "x:y"}})") ==
+        R"(config: listeners.s3: bad address "x:y" (expected host:port or off))");
+  for (const char* bad : {"127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1",
+                          "127.0.0.1:80x", "300.1.1.1:80", "::1:80", "[::1]", "[nope]:80", ":80",
+                          "example.com:80", "", "OFF", "127.0.0.1:123456"}) {
+    CAPTURE(bad);
+    std::string json = std::string(R"({"listeners": {"nfs": ")") + bad + "\"}}";
+    CHECK(error_of(json).starts_with("config: listeners.nfs: bad address \""));
+  }
+  CHECK(parse(R"({"listeners": {"nfs": "127.0.0.1:65535"}})").has_value());
+}
+
+TEST_CASE("a value of the wrong type or out of range is named") {
+  CHECK(error_of(R"({"threads": "4"})") ==
+        "config: threads: expected a non-negative integer, got a string");
+  CHECK(error_of(R"({"threads": -1})") ==
+        "config: threads: expected a non-negative integer, got a negative integer");
+  CHECK(error_of(R"({"threads": 1.5})") ==
+        "config: threads: expected a non-negative integer, got a fraction");
+  CHECK(error_of(R"({"threads": 5000})") ==
+        "config: threads: must be between 0 and 1024, got 5000");
+  CHECK(error_of(R"({"data_dir": 5})") ==
+        "config: data_dir: expected a string, got a non-negative integer");
+  CHECK(error_of(R"({"data_dir": ""})") == "config: data_dir: must not be empty");
+  CHECK(error_of(R"({"region": "us east"})").starts_with("config: region: bad region \"us east\""));
+  CHECK(error_of(R"({"listeners": {"s3": 9000}})") ==
+        "config: listeners.s3: expected a string (host:port or off), got a non-negative integer");
+  CHECK(error_of(R"({"listeners": ["s3"]})") ==
+        "config: listeners: expected an object, got an array");
+  CHECK(
+      error_of(R"({"log": {"level": "loud"}})") ==
+      R"(config: log.level: expected one of trace, debug, info, warn, error, critical, off, got "loud")");
+  CHECK(error_of(R"({"log": {"format": "xml"}})") ==
+        R"(config: log.format: expected one of text, json, got "xml")");
+  CHECK(error_of(R"({"log": {"file": null}})") == "config: log.file: expected a string, got null");
+  CHECK(error_of(R"({"namespace": {"blocking_threads": 0}})") ==
+        "config: namespace.blocking_threads: must be between 1 and 1024, got 0");
+  CHECK(error_of(R"({"namespace": {"retain_versions": true}})") ==
+        "config: namespace.retain_versions: expected a non-negative integer, got a boolean");
+  CHECK(error_of(R"([1, 2])") == "config: (top level): expected an object, got an array");
+}
+
+TEST_CASE("a JSON syntax error names the file and the position") {
+  auto message = error_of("{\n  \"threads\": 1,\n  ,\n}");
+  CHECK(message.starts_with("config: test.json: parse error at line 3, column 3"));
+}
+
+TEST_CASE("two listeners on one fixed address are refused; port 0 twice is fine") {
+  CHECK(error_of(R"({"listeners": {"rest": "127.0.0.1:9000"}})") ==
+        "config: listeners.s3: 127.0.0.1:9000 is also the address of listeners.rest");
+  CHECK(parse(R"({"listeners": {"s3": "127.0.0.1:0", "rest": "127.0.0.1:0"}})").has_value());
+  CHECK(parse(R"({"listeners": {"s3": "off", "rest": "127.0.0.1:9000"}})").has_value());
+}
+
+TEST_CASE("command-line overrides win over the file") {
+  Overrides o;
+  o.data_dir = "/tmp/elsewhere";
+  o.region = "ap-south-1";
+  o.listeners["s3"] = "127.0.0.1:0";
+  o.listeners["smb"] = "off";
+  auto c =
+      parse(R"({"data_dir": "/srv/weft", "region": "x", "listeners": {"s3": "0.0.0.0:1"}})", o);
+  REQUIRE(c.has_value());
+  CHECK(c->data_dir == "/tmp/elsewhere");
+  CHECK(c->ns.data_dir == "/tmp/elsewhere");
+  CHECK(c->region == "ap-south-1");
+  CHECK(c->listeners.at("s3") == Address{"127.0.0.1", 0});
+  CHECK_FALSE(c->listeners.at("smb").has_value());
+  CHECK(c->listeners.at("rest") == Address{"127.0.0.1", 9080});  // untouched default
+
+  Overrides bad;
+  bad.listeners["s3"] = "nope";
+  CHECK(error_of("{}", bad) ==
+        R"(config: listeners.s3 (--s3): bad address "nope" (expected host:port or off))");
+  Overrides not_utf8;
+  not_utf8.listeners["nfs"] = "\xff:1";
+  CHECK(
+      error_of("{}", not_utf8) ==
+      "config: listeners.nfs (--nfs): bad address \"\xef\xbf\xbd:1\" (expected host:port or off)");
+  Overrides bad_region;
+  bad_region.region = "a/b";
+  CHECK(error_of("{}", bad_region).starts_with("config: region (--region): bad region"));
+  Overrides empty_dir;
+  empty_dir.data_dir = "";
+  CHECK(error_of("{}", empty_dir) == "config: data_dir (--data): must not be empty");
+}
+
+TEST_CASE("a config file that cannot be read is named") {
+  TempDir tmp;
+  std::filesystem::path dir = tmp.path();
+  auto missing = dir / "missing.json";
+  auto r = load(missing, {});
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().message ==
+        "config: " + missing.string() + ": cannot read: No such file or directory");
+  auto r2 = load(dir, {});
+  REQUIRE_FALSE(r2.has_value());
+  CHECK(r2.error().message == "config: " + dir.string() + ": cannot read: not a regular file");
+  auto file = dir / "ok.json";
+  std::ofstream(file) << R"({"threads": 2})";
+  auto r3 = load(file, {});
+  REQUIRE(r3.has_value());
+  CHECK(r3->threads == 2);
+}
+
+TEST_CASE("the data dir is created, and one that cannot be written is named") {
+  TempDir tmp;
+  std::filesystem::path dir = tmp.path();
+  Config c = weft::gateway::default_config();
+  c.data_dir = (dir / "a/b/data").string();
+  CHECK_FALSE(prepare_data_dir(c).has_value());
+  CHECK(std::filesystem::is_directory(c.data_dir));
+  CHECK(std::filesystem::is_empty(c.data_dir));  // the write probe is gone
+
+  auto file = dir / "file";
+  std::ofstream(file) << "x";
+  c.data_dir = (file / "data").string();
+  auto e = prepare_data_dir(c);
+  REQUIRE(e.has_value());
+  CHECK(e->message ==
+        "config: data_dir: \"" + c.data_dir + "\" cannot be created: Not a directory");
+
+  c.data_dir = file.string();
+  e = prepare_data_dir(c);
+  REQUIRE(e.has_value());
+  CHECK(e->message.starts_with("config: data_dir: \"" + c.data_dir + "\""));
+
+  if (::geteuid() != 0) {  // root writes through mode bits
+    auto ro = dir / "read-only";
+    std::filesystem::create_directory(ro);
+    ::chmod(ro.c_str(), 0500);
+    c.data_dir = ro.string();
+    e = prepare_data_dir(c);
+    REQUIRE(e.has_value());
+    CHECK(e->message ==
+          "config: data_dir: \"" + c.data_dir + "\" is not writable: Permission denied");
+    ::chmod(ro.c_str(), 0700);
+  }
+}

@@ -1,0 +1,373 @@
+// Conformance: file content (open, read, write at any offset, sparse files,
+// append, truncate, flush, commit, release), versions and chunks, staged
+// files, and extended attributes.
+#include "fixture.hpp"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <set>
+
+namespace weft::ns::test {
+namespace {
+
+constexpr std::size_t kMiB = 1 << 20;
+
+Sha256 sha256(std::string_view s) {
+  Sha256 out{};
+  unsigned int n = 0;
+  REQUIRE(EVP_Digest(s.data(), s.size(), out.data(), &n, EVP_sha256(), nullptr) == 1);
+  return out;
+}
+
+// Reads a whole sealed version through read_version.
+std::string read_version(Fixture& f, Ino ino, std::uint64_t version, std::size_t size) {
+  std::string out(size + 1, '\0');
+  std::size_t got = 0;
+  while (got < out.size()) {
+    const std::size_t r =
+        f.ok(f.ns().read_version(f.admin(), ino, version, got, bytes(out).subspan(got)));
+    if (r == 0) break;
+    got += r;
+  }
+  out.resize(got);
+  return out;
+}
+
+// The chunks of a version tile it exactly, within the chunker's size bounds,
+// and each is named by the SHA-256 of its bytes.
+void check_chunks(Fixture& f, Ino ino, std::uint64_t version, const std::string& content) {
+  const auto chunks = f.ok(f.ns().chunks(f.admin(), ino, version));
+  std::uint64_t next = 0;
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    CAPTURE(i);
+    const ChunkInfo& c = chunks[i];
+    CHECK(c.offset == next);
+    CHECK(c.length > 0);
+    CHECK(c.length <= 256 * 1024);
+    if (i + 1 < chunks.size()) CHECK(c.length >= 16 * 1024);
+    REQUIRE(c.offset + c.length <= content.size());
+    CHECK(c.sha256 == sha256(std::string_view(content).substr(c.offset, c.length)));
+    next = c.offset + c.length;
+  }
+  CHECK(next == content.size());
+}
+
+std::set<Sha256> chunk_names(Fixture& f, Ino ino, std::uint64_t version) {
+  std::set<Sha256> out;
+  for (const auto& c : f.ok(f.ns().chunks(f.admin(), ino, version))) out.insert(c.sha256);
+  return out;
+}
+
+TEST_SUITE_BEGIN("ns.conformance");
+
+NS_TEST("open, read and write at any offset") {
+  Fixture f(std::make_unique<Combination>());
+  auto& ns = f.ns();
+  const OpContext& cx = f.admin();
+  const Attr a = f.ok(ns.create(cx, kRootIno, "f", 0644, CreateMode::exclusive));
+  const Handle reader = f.ok(ns.open(cx, a.ino, OpenFlags{}));
+  const Handle w = f.ok(ns.open(cx, a.ino, OpenFlags{.read = true, .write = true}));
+  CHECK(!(reader == w));
+
+  CHECK(f.ok(ns.write(cx, w, 0, bytes("hello"))) == 5);
+  CHECK(f.ok(ns.write(cx, w, 3, bytes("LOWORLD"))) == 7);
+  CHECK(f.read(w, 0, 100) == "helLOWORLD");
+  CHECK(f.read(w, 3, 4) == "LOWO");
+  CHECK(f.read(w, 10, 10).empty());
+  CHECK(f.read(w, 1000, 10).empty());
+  // Another handle sees the writes at once.
+  CHECK(f.read(reader, 0, 100) == "helLOWORLD");
+  const Attr dirty = f.ok(ns.getattr(cx, a.ino));
+  CHECK(dirty.size == 10);
+  CHECK(dirty.dirty);
+  CHECK(dirty.change > a.change);
+
+  f.ok(ns.flush(cx, w));
+  f.ok(ns.release(cx, w));
+  f.ok(ns.release(cx, reader));
+  CHECK(f.get(a.ino) == "helLOWORLD");
+
+  const Attr d = f.mkdir(kRootIno, "d");
+  CHECK(f.err(ns.open(cx, d.ino, OpenFlags{.write = true})) == Errc::is_dir);
+}
+
+NS_TEST("sparse files") {
+  Fixture f(std::make_unique<Combination>());
+  auto& ns = f.ns();
+  const OpContext& cx = f.admin();
+  const Attr a = f.ok(ns.create(cx, kRootIno, "sparse", 0644, CreateMode::exclusive));
+  const Handle h = f.ok(ns.open(cx, a.ino, OpenFlags{.write = true}));
+  CHECK(f.ok(ns.write(cx, h, kMiB, bytes("X"))) == 1);
+  CHECK(f.ok(ns.getattr(cx, a.ino)).size == kMiB + 1);
+  CHECK(f.read(h, 0, kMiB) == std::string(kMiB, '\0'));
+  CHECK(f.read(h, kMiB, 10) == "X");
+  // Fill a little of the hole.
+  CHECK(f.ok(ns.write(cx, h, kMiB / 2, bytes("Y"))) == 1);
+  const Attr sealed = f.ok(ns.commit(cx, h));
+  f.ok(ns.release(cx, h));
+  CHECK(sealed.size == kMiB + 1);
+  std::string expected(kMiB + 1, '\0');
+  expected[kMiB / 2] = 'Y';
+  expected[kMiB] = 'X';
+  CHECK(f.get(a.ino) == expected);
+  check_chunks(f, a.ino, sealed.version, expected);
+
+  // A file grown by truncate and written past its end stays consistent.
+  const Handle g = f.ok(ns.open(cx, a.ino, OpenFlags{.write = true}));
+  f.ok(ns.setattr(cx, a.ino, SetAttr{.size = 10}));
+  CHECK(f.ok(ns.write(cx, g, 20, bytes("Z"))) == 1);
+  f.ok(ns.commit(cx, g));
+  f.ok(ns.release(cx, g));
+  CHECK(f.get(a.ino) == std::string(20, '\0') + "Z");
+}
+
+NS_TEST("append and truncate flags") {
+  Fixture f(std::make_unique<Combination>());
+  auto& ns = f.ns();
+  const OpContext& cx = f.admin();
+  const Attr a = f.put(kRootIno, "f", "abc");
+
+  SUBCASE("append writes at the end whatever the offset") {
+    const Handle h = f.ok(ns.open(cx, a.ino, OpenFlags{.write = true, .append = true}));
+    f.ok(ns.write(cx, h, 0, bytes("def")));
+    f.ok(ns.write(cx, h, 1, bytes("g")));
+    f.ok(ns.commit(cx, h));
+    f.ok(ns.release(cx, h));
+    CHECK(f.get(a.ino) == "abcdefg");
+  }
+  SUBCASE("truncate empties the file on open") {
+    const Handle h = f.ok(ns.open(cx, a.ino, OpenFlags{.write = true, .truncate = true}));
+    CHECK(f.ok(ns.getattr(cx, a.ino)).size == 0);
+    f.ok(ns.write(cx, h, 0, bytes("x")));
+    f.ok(ns.commit(cx, h));
+    f.ok(ns.release(cx, h));
+    CHECK(f.get(a.ino) == "x");
+  }
+}
+
+NS_TEST("commit seals versions; read_version and chunks") {
+  Fixture f(std::make_unique<Combination>());
+  auto& ns = f.ns();
+  const OpContext& cx = f.admin();
+  const std::string v1 = pattern(1, kMiB + 12345);
+  const Attr a1 = f.put(kRootIno, "f", v1);
+  CHECK(a1.version >= 1);
+  CHECK(!a1.dirty);
+  CHECK(a1.size == v1.size());
+  check_chunks(f, a1.ino, a1.version, v1);
+  CHECK(f.ok(ns.chunks(cx, a1.ino, a1.version)).size() >= 5);  // 1 MiB in <= 256 KiB pieces
+
+  // Overwrite with new content: a newer version; the old one still reads back.
+  std::string v2 = v1.substr(0, 500000) + "inserted bytes" + v1.substr(500000, 300000);
+  const Handle h = f.ok(ns.open(cx, a1.ino, OpenFlags{.write = true, .truncate = true}));
+  f.ok(ns.write(cx, h, 0, bytes(v2)));
+  const Attr a2 = f.ok(ns.commit(cx, h));
+  f.ok(ns.release(cx, h));
+  CHECK(a2.ino == a1.ino);
+  CHECK(a2.version > a1.version);
+  CHECK(!a2.dirty);
+  check_chunks(f, a1.ino, a2.version, v2);
+  CHECK(f.get(a1.ino) == v2);
+  CHECK(read_version(f, a1.ino, a1.version, v1.size()) == v1);
+  CHECK(read_version(f, a1.ino, a2.version, v2.size()) == v2);
+
+  // Content-defined chunks: an insertion changes only the chunks around it.
+  const auto n1 = chunk_names(f, a1.ino, a1.version);
+  const auto n2 = chunk_names(f, a1.ino, a2.version);
+  std::size_t shared = 0;
+  for (const auto& c : n2) shared += n1.count(c);
+  CHECK(shared * 2 >= n2.size());
+
+  const auto versions = f.ok(ns.versions(cx, a1.ino));
+  REQUIRE(versions.size() >= 2);
+  const auto find = [&](std::uint64_t v) {
+    return std::find_if(versions.begin(), versions.end(),
+                        [v](const VersionInfo& i) { return i.version == v; });
+  };
+  REQUIRE(find(a1.version) != versions.end());
+  REQUIRE(find(a2.version) != versions.end());
+  CHECK(find(a1.version)->size == v1.size());
+  CHECK(find(a2.version)->size == v2.size());
+  CHECK(find(a1.version)->chunk_count == f.ok(ns.chunks(cx, a1.ino, a1.version)).size());
+  CHECK(find(a1.version)->id != find(a2.version)->id);
+  CHECK(f.err(ns.read_version(cx, a1.ino, a2.version + 100, 0, std::span<std::byte>())) ==
+        Errc::not_found);
+  CHECK(f.err(ns.chunks(cx, a1.ino, a2.version + 100)) == Errc::not_found);
+
+  SUBCASE("commit by inode (NFS COMMIT)") {
+    const Handle w = f.ok(ns.open(cx, a1.ino, OpenFlags{.write = true}));
+    f.ok(ns.write(cx, w, 0, bytes("NFS")));
+    const Attr a3 = f.ok(ns.commit(cx, a1.ino));
+    CHECK(a3.version > a2.version);
+    CHECK(!a3.dirty);
+    f.ok(ns.release(cx, w));
+    CHECK(f.get(a1.ino) == "NFS" + v2.substr(3));
+  }
+  SUBCASE("the last writer's release seals") {
+    const Handle w = f.ok(ns.open(cx, a1.ino, OpenFlags{.write = true, .truncate = true}));
+    f.ok(ns.write(cx, w, 0, bytes("released")));
+    f.ok(ns.release(cx, w));
+    const Attr a3 = f.ok(ns.getattr(cx, a1.ino));
+    CHECK(a3.version > a2.version);
+    CHECK(!a3.dirty);
+    CHECK(read_version(f, a1.ino, a3.version, 8) == "released");
+  }
+  SUBCASE("an empty file seals too") {
+    const Attr e = f.put(kRootIno, "empty", "");
+    CHECK(e.version >= 1);
+    CHECK(f.ok(ns.chunks(cx, e.ino, e.version)).empty());
+    CHECK(read_version(f, e.ino, e.version, 0).empty());
+  }
+}
+
+NS_TEST("versions kept are bounded by retain_versions") {
+  Options options;
+  options.retain_versions = 2;
+  Fixture f(std::make_unique<Combination>(), options);
+  auto& ns = f.ns();
+  const OpContext& cx = f.admin();
+  std::vector<std::uint64_t> sealed;
+  Ino ino = 0;
+  for (int i = 0; i < 4; ++i) {
+    const Attr a = f.put(kRootIno, "f", "version " + std::to_string(i));
+    sealed.push_back(a.version);
+    ino = a.ino;
+  }
+  const auto versions = f.ok(ns.versions(cx, ino));
+  std::vector<std::uint64_t> listed;
+  for (const auto& v : versions) listed.push_back(v.version);
+  std::sort(listed.begin(), listed.end());
+  CHECK(listed == std::vector<std::uint64_t>{sealed[2], sealed[3]});
+  CHECK(read_version(f, ino, sealed[3], 9) == "version 3");
+  CHECK(f.err(ns.read_version(cx, ino, sealed[0], 0, std::span<std::byte>())) == Errc::not_found);
+}
+
+NS_TEST("stage and commit") {
+  Fixture f(std::make_unique<Combination>());
+  auto& ns = f.ns();
+  const OpContext& cx = f.admin();
+  const std::string content = pattern(7, 200000);
+
+  SUBCASE("a staged file is invisible until committed") {
+    const Handle h = f.ok(ns.stage(cx, kRootIno, "obj", 0644));
+    f.ok(ns.write(cx, h, 0, bytes(content)));
+    CHECK(f.err(ns.lookup(cx, kRootIno, "obj")) == Errc::not_found);
+    CHECK(f.names(kRootIno).empty());
+    CHECK(f.listed(kRootIno).empty());
+    const Attr a = f.ok(ns.commit(cx, h));
+    f.ok(ns.release(cx, h));
+    CHECK(a.size == content.size());
+    CHECK(a.version >= 1);
+    CHECK(f.ok(ns.lookup(cx, kRootIno, "obj")).ino == a.ino);
+    CHECK(f.get(a.ino) == content);
+  }
+  SUBCASE("commit replaces an existing file atomically, keeping its history") {
+    const Attr old = f.put(kRootIno, "obj", "old content");
+    const Handle h = f.ok(ns.stage(cx, kRootIno, "obj", 0644));
+    f.ok(ns.write(cx, h, 0, bytes(content)));
+    CHECK(f.get(old.ino) == "old content");
+    CHECK(f.ok(ns.lookup(cx, kRootIno, "obj")).size == 11);
+    const Attr a = f.ok(ns.commit(cx, h));
+    f.ok(ns.release(cx, h));
+    CHECK(a.ino == old.ino);
+    CHECK(a.version > old.version);
+    CHECK(f.get(f.ok(ns.lookup(cx, kRootIno, "obj")).ino) == content);
+    CHECK(read_version(f, old.ino, old.version, 100) == "old content");
+    CHECK(f.ok(ns.versions(cx, old.ino)).size() >= 2);
+    CHECK(f.names(kRootIno) == std::vector<std::string>{"obj"});
+  }
+  SUBCASE("release without commit leaves nothing") {
+    const Attr other = f.put(kRootIno, "kept", "kept");
+    const std::string snap = f.snapshot();
+    const std::uint64_t seq = ns.last_change();
+    const Handle h = f.ok(ns.stage(cx, kRootIno, "obj", 0644));
+    f.ok(ns.write(cx, h, 0, bytes(content)));
+    f.ok(ns.release(cx, h));
+    const Handle k = f.ok(ns.stage(cx, kRootIno, "kept", 0644));
+    f.ok(ns.write(cx, k, 0, bytes(content)));
+    f.ok(ns.release(cx, k));
+    CHECK(f.err(ns.lookup(cx, kRootIno, "obj")) == Errc::not_found);
+    CHECK(f.get(other.ino) == "kept");
+    CHECK(f.snapshot() == snap);
+    CHECK(ns.last_change() == seq);
+  }
+  SUBCASE("of two staged uploads the later commit wins") {
+    const Handle h1 = f.ok(ns.stage(cx, kRootIno, "obj", 0644));
+    const Handle h2 = f.ok(ns.stage(cx, kRootIno, "obj", 0644));
+    f.ok(ns.write(cx, h1, 0, bytes("first")));
+    f.ok(ns.write(cx, h2, 0, bytes("second")));
+    f.ok(ns.commit(cx, h2));
+    f.ok(ns.commit(cx, h1));
+    f.ok(ns.release(cx, h1));
+    f.ok(ns.release(cx, h2));
+    CHECK(f.get(f.ok(ns.lookup(cx, kRootIno, "obj")).ino) == "first");
+    CHECK(f.names(kRootIno) == std::vector<std::string>{"obj"});
+  }
+  SUBCASE("a directory is never replaced by a staged file") {
+    f.mkdir(kRootIno, "obj");
+    const auto staged = f.run(ns.stage(cx, kRootIno, "obj", 0644));
+    if (staged.has_value()) {
+      CHECK(f.err(ns.commit(cx, *staged)) == Errc::is_dir);
+      f.ok(ns.release(cx, *staged));
+    } else {
+      CHECK(code(staged) == Errc::is_dir);
+    }
+    CHECK(f.ok(ns.lookup(cx, kRootIno, "obj")).type == FileType::directory);
+  }
+}
+
+NS_TEST("release") {
+  Fixture f(std::make_unique<Combination>());
+  auto& ns = f.ns();
+  const OpContext& cx = f.admin();
+  const Attr a = f.put(kRootIno, "f", "data");
+  const Handle h = f.ok(ns.open(cx, a.ino, OpenFlags{.write = true}));
+  f.ok(ns.release(cx, h));
+  std::string buf(4, '\0');
+  CHECK(f.err(ns.read(cx, h, 0, bytes(buf))) == Errc::bad_handle);
+  CHECK(f.err(ns.release(cx, h)) == Errc::bad_handle);
+  CHECK(f.get(a.ino) == "data");
+}
+
+NS_TEST("extended attributes") {
+  Fixture f(std::make_unique<Combination>());
+  auto& ns = f.ns();
+  const OpContext& cx = f.admin();
+  const Attr a = f.put(kRootIno, "f", "data");
+  const Attr d = f.mkdir(kRootIno, "d");
+  const std::string binary("\0\x01\xff value with NUL", 18);
+
+  f.ok(ns.setxattr(cx, a.ino, "user.color", "blue"));
+  f.ok(ns.setxattr(cx, a.ino, "user.bin", binary));
+  f.ok(ns.setxattr(cx, d.ino, "user.dir", "yes"));
+  CHECK(f.ok(ns.getxattr(cx, a.ino, "user.color")) == "blue");
+  CHECK(f.ok(ns.getxattr(cx, a.ino, "user.bin")) == binary);
+  CHECK(f.ok(ns.getxattr(cx, d.ino, "user.dir")) == "yes");
+  auto names = f.ok(ns.listxattr(cx, a.ino));
+  CHECK(std::count(names.begin(), names.end(), "user.color") == 1);
+  CHECK(std::count(names.begin(), names.end(), "user.bin") == 1);
+  CHECK(std::count(names.begin(), names.end(), "user.dir") == 0);
+
+  CHECK(f.err(ns.setxattr(cx, a.ino, "user.color", "red", XattrSet::create_only)) == Errc::exists);
+  CHECK(f.err(ns.setxattr(cx, a.ino, "user.size", "L", XattrSet::replace_only)) == Errc::no_attr);
+  CHECK(f.ok(ns.getxattr(cx, a.ino, "user.color")) == "blue");
+  CHECK(f.err(ns.getxattr(cx, a.ino, "user.size")) == Errc::no_attr);
+  f.ok(ns.setxattr(cx, a.ino, "user.color", "green", XattrSet::replace_only));
+  f.ok(ns.setxattr(cx, a.ino, "user.size", "L", XattrSet::create_only));
+  CHECK(f.ok(ns.getxattr(cx, a.ino, "user.color")) == "green");
+  CHECK(f.ok(ns.getxattr(cx, a.ino, "user.size")) == "L");
+
+  f.ok(ns.removexattr(cx, a.ino, "user.color"));
+  CHECK(f.err(ns.getxattr(cx, a.ino, "user.color")) == Errc::no_attr);
+  CHECK(f.err(ns.removexattr(cx, a.ino, "user.color")) == Errc::no_attr);
+  names = f.ok(ns.listxattr(cx, a.ino));
+  CHECK(std::count(names.begin(), names.end(), "user.color") == 0);
+  CHECK(std::count(names.begin(), names.end(), "user.size") == 1);
+  CHECK(f.get(a.ino) == "data");
+}
+
+TEST_SUITE_END();
+
+}  // namespace
+}  // namespace weft::ns::test

@@ -1,0 +1,66 @@
+// The storage combinations the namespace conformance suite runs on
+// (JuiceFS `testMeta(t, m)` style: the suite is written once and registered
+// for every combination).
+//
+// A combination is a class derived from Storage; the suite constructs one per
+// test case (fresh, empty storage) and destroys it afterwards, which removes
+// everything it created.
+//
+// Adding a combination (e.g. PostgreSQL metadata + local data):
+//  1. declare `class PostgresLocal final : public Storage` below and
+//     implement open() in storage.cpp (it fills Options with where this
+//     combination keeps its metadata and data);
+//  2. name it for test reports: TYPE_TO_STRING_AS("postgres+local", PostgresLocal);
+//  3. append it to WEFT_NS_COMBINATIONS.
+// Every NS_TEST then runs on it too; nothing else changes.
+#pragma once
+
+#include "gateway/ns/namespace.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <memory>
+
+namespace weft::ns::test {
+
+class Storage {
+ public:
+  virtual ~Storage() = default;
+  // Opens a namespace on this storage. `options` carries the test's limits;
+  // the combination sets where the data lives. Opening again after the
+  // previous namespace was closed finds everything it persisted.
+  virtual Result<std::unique_ptr<Namespace>> open(Options options) = 0;
+};
+
+// A fresh directory under the system temporary directory, removed with it.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// RocksDB metadata and local data files, both in one temporary directory.
+class RocksdbLocal final : public Storage {
+ public:
+  Result<std::unique_ptr<Namespace>> open(Options options) override;
+
+ private:
+  TempDir dir_;
+};
+
+}  // namespace weft::ns::test
+
+TYPE_TO_STRING_AS("rocksdb+local", weft::ns::test::RocksdbLocal);
+
+#define WEFT_NS_COMBINATIONS weft::ns::test::RocksdbLocal
+
+// One conformance test case, registered once per storage combination; the
+// body sees the combination's type as `Combination`.
+#define NS_TEST(name) TEST_CASE_TEMPLATE(name, Combination, WEFT_NS_COMBINATIONS)
