@@ -24,7 +24,7 @@ namespace {
 constexpr unsigned kFanout = 256;
 constexpr mode_t kDirMode = 0700;
 
-unsigned fanout_of(std::uint64_t ino) { return static_cast<unsigned>(ino % kFanout); }
+unsigned fanout_of(std::uint64_t fid) { return static_cast<unsigned>(fid % kFanout); }
 
 std::string fanout_name(unsigned fanout) {
   char name[3];
@@ -87,12 +87,11 @@ int copy_contents(int src, int dst) {
 }  // namespace
 
 // Directory descriptors opened once and kept: the root (to make new fanout
-// directories durable), staging, and each fanout directory on first use. The
+// directories durable) and each fanout directory on first use. The
 // fanout slots are filled lock-free; a thread that loses the race closes its
 // own descriptor.
 struct FileStore::Dirs {
   int root = -1;
-  int staging = -1;
   std::array<std::atomic<int>, kFanout> fanout;
 
   Dirs() {
@@ -101,7 +100,6 @@ struct FileStore::Dirs {
   ~Dirs() {
     for (auto& fd : fanout)
       if (int v = fd.load(std::memory_order_relaxed); v >= 0) ::close(v);
-    if (staging >= 0) ::close(staging);
     if (root >= 0) ::close(root);
   }
 
@@ -144,33 +142,29 @@ std::unique_ptr<FileStore> FileStore::open(const std::string& dir, int* error) {
   auto& d = *fs->dirs_;
   d.root = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (d.root < 0) return fail(-errno);
-  if (::mkdirat(d.root, "staging", kDirMode) != 0 && errno != EEXIST) return fail(-errno);
-  d.staging = ::openat(d.root, "staging", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (d.staging < 0) return fail(-errno);
   if (error) *error = 0;
   return fs;
 }
 
-std::string FileStore::path(std::uint64_t ino, std::uint64_t fid) const {
-  return dir_ + '/' + fanout_name(fanout_of(ino)) + '/' + std::to_string(ino) + '.' +
-         std::to_string(fid);
+std::string FileStore::path(std::uint64_t fid) const {
+  return dir_ + '/' + fanout_name(fanout_of(fid)) + '/' + std::to_string(fid);
 }
 
-int FileStore::open_file(std::uint64_t ino, std::uint64_t fid, int flags, unsigned mode) {
-  const std::string p = path(ino, fid);
+int FileStore::open_file(std::uint64_t fid, int flags, unsigned mode) {
+  const std::string p = path(fid);
   int fd = ::open(p.c_str(), flags | O_CLOEXEC, mode);
   if (fd < 0 && errno == ENOENT && (flags & O_CREAT)) {
     // Fanout directories are made lazily: most of the 256 may never be needed.
-    if (int e = dirs_->ensure_fanout(fanout_of(ino)); e < 0) return e;
+    if (int e = dirs_->ensure_fanout(fanout_of(fid)); e < 0) return e;
     fd = ::open(p.c_str(), flags | O_CLOEXEC, mode);
   }
   return fd < 0 ? -errno : fd;
 }
 
-int FileStore::clone(std::uint64_t ino, std::uint64_t from, std::uint64_t to) {
-  const int src = open_file(ino, from, O_RDONLY);
+int FileStore::clone(std::uint64_t from, std::uint64_t to) {
+  const int src = open_file(from, O_RDONLY);
   if (src < 0) return src;
-  const int dst = open_file(ino, to, O_WRONLY | O_CREAT | O_EXCL);
+  const int dst = open_file(to, O_WRONLY | O_CREAT | O_EXCL);
   if (dst < 0) {
     ::close(src);
     return dst;
@@ -179,75 +173,26 @@ int FileStore::clone(std::uint64_t ino, std::uint64_t from, std::uint64_t to) {
   ::close(src);
   if (int c = close_checked(dst); r == 0) r = c;
   // A partial copy must not be mistaken later for the real thing.
-  if (r < 0) ::unlink(path(ino, to).c_str());
+  if (r < 0) ::unlink(path(to).c_str());
   return r;
 }
 
-int FileStore::sync(int fd, std::uint64_t ino) {
+int FileStore::sync(int fd, std::uint64_t fid) {
   if (::fsync(fd) != 0) return -errno;
-  const int dir = dirs_->fanout_fd(fanout_of(ino));
+  const int dir = dirs_->fanout_fd(fanout_of(fid));
   if (dir < 0) return dir;
   return ::fsync(dir) == 0 ? 0 : -errno;
 }
 
-int FileStore::remove(std::uint64_t ino, std::uint64_t fid) {
-  return ::unlink(path(ino, fid).c_str()) == 0 ? 0 : -errno;
-}
+int FileStore::remove(std::uint64_t fid) { return ::unlink(path(fid).c_str()) == 0 ? 0 : -errno; }
 
-bool FileStore::exists(std::uint64_t ino, std::uint64_t fid) {
+bool FileStore::exists(std::uint64_t fid) {
   struct stat st {};
-  return ::stat(path(ino, fid).c_str(), &st) == 0;
+  return ::stat(path(fid).c_str(), &st) == 0;
 }
 
-int FileStore::open_staging(std::uint64_t id) {
-  // O_EXCL: two writers handed the same id must not share one file silently.
-  const int fd = ::openat(dirs_->staging, std::to_string(id).c_str(),
-                          O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  return fd < 0 ? -errno : fd;
-}
-
-int FileStore::promote(std::uint64_t id, std::uint64_t ino, std::uint64_t fid) {
-  const std::string from = std::to_string(id);
-  const std::string to = path(ino, fid);
-  const unsigned f = fanout_of(ino);
-  if (::renameat(dirs_->staging, from.c_str(), AT_FDCWD, to.c_str()) != 0) {
-    if (errno != ENOENT) return -errno;
-    if (int e = dirs_->ensure_fanout(f); e < 0) return e;
-    if (::renameat(dirs_->staging, from.c_str(), AT_FDCWD, to.c_str()) != 0) return -errno;
-  }
-  // The new name first (that is what callers rely on), then the old one's
-  // removal, so a crash cannot leave the file only in staging.
-  const int dir = dirs_->fanout_fd(f);
-  if (dir < 0) return dir;
-  if (::fsync(dir) != 0 || ::fsync(dirs_->staging) != 0) return -errno;
-  return 0;
-}
-
-int FileStore::remove_staging(std::uint64_t id) {
-  return ::unlinkat(dirs_->staging, std::to_string(id).c_str(), 0) == 0 ? 0 : -errno;
-}
-
-void FileStore::clear_staging() {
-  // A descriptor of its own: readdir moves the directory offset, which a
-  // dup() would share with dirs_->staging.
-  const int fd = ::openat(dirs_->staging, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  DIR* d = ::fdopendir(fd);
-  if (!d) {
-    ::close(fd);
-    return;
-  }
-  std::vector<std::string> names;
-  while (const dirent* e = ::readdir(d)) {
-    const std::string_view name = e->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  ::closedir(d);
-  for (const auto& name : names) ::unlinkat(dirs_->staging, name.c_str(), 0);
-}
-
-void FileStore::for_each(const std::function<void(std::uint64_t ino, std::uint64_t fid)>& fn) {
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> found;
+void FileStore::for_each(const std::function<void(std::uint64_t fid)>& fn) {
+  std::vector<std::uint64_t> found;
   for (unsigned f = 0; f < kFanout; ++f) {
     const std::string dir = dir_ + '/' + fanout_name(f);
     DIR* d = ::opendir(dir.c_str());
@@ -255,16 +200,12 @@ void FileStore::for_each(const std::function<void(std::uint64_t ino, std::uint64
     // Names are collected before calling fn, so fn may remove files.
     found.clear();
     while (const dirent* e = ::readdir(d)) {
-      const std::string_view name = e->d_name;
-      const auto dot = name.find('.');
-      std::uint64_t ino = 0, fid = 0;
-      if (dot == std::string_view::npos || !parse_u64(name.substr(0, dot), &ino) ||
-          !parse_u64(name.substr(dot + 1), &fid) || fanout_of(ino) != f)
-        continue;
-      found.emplace_back(ino, fid);
+      std::uint64_t fid = 0;
+      if (!parse_u64(e->d_name, &fid) || fanout_of(fid) != f) continue;
+      found.push_back(fid);
     }
     ::closedir(d);
-    for (auto [ino, fid] : found) fn(ino, fid);
+    for (auto fid : found) fn(fid);
   }
 }
 

@@ -68,9 +68,14 @@ std::shared_ptr<FileState> Namespace::Impl::file_state(const rec::InodeRec& r) {
     fs->size = r.attr.size;
     fs->mtime_ns = r.attr.mtime_ns;
     fs->ctime_ns = r.attr.ctime_ns;
-    if (r.fid) fs->fd = store->open_file(r.attr.ino, r.fid, fs->working ? O_RDWR : O_RDONLY);
-    if (fs->fd < 0 && r.fid) {
-      spdlog::error("ns: data file {}.{} cannot be opened: {}", r.attr.ino, r.fid, std::strerror(-fs->fd));
+    fs->change = r.attr.change;
+    if (r.fid) {
+      fs->fd = store->open_file(r.fid, fs->working ? O_RDWR : O_RDONLY);
+      if (fs->fd < 0)
+        spdlog::error("ns: data file {} of inode {} cannot be opened: {}", r.fid, r.attr.ino, std::strerror(-fs->fd));
+    } else if (r.attr.version && r.attr.size) {
+      kv::Status s = kv->get(rec::key_inline(r.attr.ino, r.attr.version), &fs->inline_data);
+      if (!s.ok()) spdlog::error("ns: inline content of inode {} is missing: {}", r.attr.ino, s.message);
     }
     slot = std::move(fs);
   }
@@ -134,10 +139,13 @@ Result<Handle> Namespace::Impl::stage(const OpContext& ctx, Ino dir, std::string
   auto d = load_inode(dir);
   if (!d) return d.error();
   if (auto s = may_change_entries(ctx, d->attr, nullptr); !s) return s.error();
+  auto fid = fid_alloc.next(*kv);
+  if (!fid) return fid.error();
   auto fs = std::make_shared<FileState>();
   fs->staged = true;
-  fs->staging_id = next_staging++;
-  fs->fd = store->open_staging(fs->staging_id);
+  // The data goes straight to its final file: committing it moves nothing.
+  fs->fid = *fid;
+  fs->fd = store->open_file(*fid, O_RDWR | O_CREAT | O_EXCL);
   if (fs->fd < 0) return from_errno(-fs->fd);
   fs->working = true;
   fs->stream_valid = true;
@@ -162,7 +170,13 @@ Result<std::size_t> Namespace::Impl::read(const OpContext&, Handle h, std::uint6
   std::shared_lock lock(fs.mu);
   if (off >= fs.size) return std::size_t{0};
   std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), fs.size - off));
-  if (auto s = read_fully(fs.fd, off, out.first(n)); !s) return s.error();
+  if (fs.fd < 0) {
+    std::size_t have = off < fs.inline_data.size() ? std::min(n, fs.inline_data.size() - off) : 0;
+    std::memcpy(out.data(), fs.inline_data.data() + off, have);
+    std::memset(out.data() + have, 0, n - have);
+  } else if (auto s = read_fully(fs.fd, off, out.first(n)); !s) {
+    return s.error();
+  }
   bytes_read->inc(n);
   return n;
 }
@@ -171,25 +185,30 @@ Status Namespace::Impl::ensure_working(FileState& fs, bool keep_content) {
   if (fs.working) return {};
   auto fid = fid_alloc.next(*kv);
   if (!fid) return fid.error();
+  if (!keep_content) fs.size = 0;
+  bool clone = fs.fid != 0 && fs.size > 0;
   int fd;
-  bool cloned = keep_content && fs.fid != 0 && fs.size > 0;
-  if (cloned) {
-    if (int e = store->clone(fs.ino, fs.fid, *fid); e < 0) return from_errno(-e);
-    fd = store->open_file(fs.ino, *fid, O_RDWR);
+  if (clone) {
+    if (int e = store->clone(fs.fid, *fid); e < 0) return from_errno(-e);
+    fd = store->open_file(*fid, O_RDWR);
   } else {
-    fd = store->open_file(fs.ino, *fid, O_RDWR | O_CREAT | O_EXCL);
+    fd = store->open_file(*fid, O_RDWR | O_CREAT | O_EXCL);
   }
   if (fd < 0) return from_errno(-fd);
-  if (!keep_content) fs.size = 0;
-  if (!cloned && fs.size > 0 && ::ftruncate(fd, static_cast<off_t>(fs.size)) != 0) {
-    int e = errno;
+  auto fail = [&](int e) {
     ::close(fd);
-    store->remove(fs.ino, *fid);
-    return from_errno(e);
+    store->remove(*fid);
+    return make_error_code(from_errno(e));
+  };
+  if (!clone && fs.size > 0) {
+    std::size_t n = std::min<std::size_t>(fs.inline_data.size(), fs.size);
+    if (n && ::pwrite(fd, fs.inline_data.data(), n, 0) != static_cast<ssize_t>(n)) return fail(errno);
+    if (::ftruncate(fd, static_cast<off_t>(fs.size)) != 0) return fail(errno);
   }
   if (fs.fd >= 0) ::close(fs.fd);
   fs.fd = fd;
   fs.fid = *fid;
+  fs.inline_data.clear();
   fs.working = true;
   fs.stream = data::Chunker();
   fs.streamed = 0;
@@ -213,6 +232,7 @@ Status Namespace::Impl::truncate_locked(FileState& fs, std::uint64_t size) {
   }
   fs.size = size;
   fs.mtime_ns = fs.ctime_ns = now_ns();
+  fs.change++;
   fs.unsealed = fs.unsynced = true;
   return {};
 }
@@ -244,35 +264,66 @@ Result<std::size_t> Namespace::Impl::write(const OpContext&, Handle h, std::uint
   }
   fs.size = std::max<std::uint64_t>(fs.size, off + data.size());
   fs.mtime_ns = fs.ctime_ns = now_ns();
+  fs.change++;
   fs.unsealed = fs.unsynced = true;
   bytes_written->inc(data.size());
   return data.size();
 }
 
-Result<std::vector<data::Chunk>> Namespace::Impl::chunks_of(FileState& fs) {
+Result<Namespace::Impl::Sealed> Namespace::Impl::seal_content(FileState& fs) {
+  Sealed out;
+  if (fs.size <= opt.inline_max) {
+    out.inline_data.emplace(fs.size, '\0');
+    auto bytes = std::as_writable_bytes(std::span(out.inline_data->data(), fs.size));
+    if (auto s = read_fully(fs.fd, 0, bytes); !s) return s.error();
+  } else if (fs.unsynced) {
+    if (int e = store->sync(fs.fd, fs.fid); e < 0) return from_errno(-e);
+    fs.unsynced = false;
+  }
   if (fs.stream_valid && fs.streamed == fs.size) {
     fs.stream.finish();
-    fs.stream_valid = false;
-    return fs.stream.take_chunks();
+    out.chunks = fs.stream.take_chunks();
+  } else if (out.inline_data) {
+    data::Chunker c;
+    c.update(std::as_bytes(std::span(out.inline_data->data(), out.inline_data->size())));
+    c.finish();
+    out.chunks = c.take_chunks();
+  } else if (int e = data::chunk_file(fs.fd, fs.size, data::ChunkParams{}, &out.chunks); e != 0) {
+    return from_errno(e);
   }
-  std::vector<data::Chunk> out;
-  if (int e = data::chunk_file(fs.fd, fs.size, data::ChunkParams{}, &out); e != 0) return from_errno(e);
+  fs.stream_valid = false;
   return out;
 }
 
-void Namespace::Impl::record_version(Batch& b, rec::InodeRec& r, std::uint64_t fid,
-                                     const std::vector<data::Chunk>& chunks) {
+void Namespace::Impl::record_version(Batch& b, rec::InodeRec& r, FileState& fs, const Sealed& content) {
   Ino ino = r.attr.ino;
   std::uint64_t v = r.attr.version + 1;
-  data::Manifest m{r.attr.size, chunks};
+  std::uint64_t fid = content.inline_data ? 0 : fs.fid;
+  data::Manifest m{r.attr.size, content.chunks};
   b.txn->put(rec::key_version(ino, v), rec::encode(rec::VersionRec{fid, r.attr.mtime_ns, data::encode_manifest(m)}));
-  for (const auto& c : chunks) b.txn->put(rec::key_chunk(to_sha(c.digest), ino, v), be_offset_length(c.offset, c.length));
+  if (content.inline_data) {
+    b.txn->put(rec::key_inline(ino, v), *content.inline_data);
+    b.unlink_after.push_back(fs.fid);  // its bytes now live in the store
+  }
+  for (const auto& c : content.chunks)
+    b.txn->put(rec::key_chunk(to_sha(c.digest), ino, v), be_offset_length(c.offset, c.length));
   r.attr.version = v;
   r.fid = fid;
   r.attr.dirty = false;
   b.txn->erase(rec::key_unsealed(ino));
   b.change({.op = "seal", .ino = ino, .version = v});
   b.after_commit.push_back([this] { seals->inc(); });
+}
+
+void Namespace::Impl::sealed(FileState& fs, Sealed& content) {
+  fs.working = false;
+  fs.unsealed = false;
+  if (content.inline_data) {
+    if (fs.fd >= 0) ::close(fs.fd);
+    fs.fd = -1;
+    fs.fid = 0;
+    fs.inline_data = std::move(*content.inline_data);
+  }
 }
 
 Status Namespace::Impl::trim_versions(Batch& b, const rec::InodeRec& r) {
@@ -290,7 +341,10 @@ Status Namespace::Impl::trim_versions(Batch& b, const rec::InodeRec& r) {
     b.txn->erase(k);
     auto vr = rec::decode_version(v);
     if (!vr) continue;
-    if (vr->fid != r.fid) b.unlink_after.emplace_back(ino, vr->fid);
+    if (!vr->fid)
+      b.txn->erase(rec::key_inline(ino, rec::key_tail64(k)));
+    else if (vr->fid != r.fid)
+      b.unlink_after.push_back(vr->fid);
     if (auto m = data::decode_manifest(vr->manifest))
       for (const auto& c : m->chunks) b.txn->erase(rec::key_chunk(to_sha(c.digest), ino, rec::key_tail64(k)));
   }
@@ -299,16 +353,15 @@ Status Namespace::Impl::trim_versions(Batch& b, const rec::InodeRec& r) {
 
 Result<Attr> Namespace::Impl::persist(FileState& fs, bool seal) {
   if (fs.removed) return Errc::stale;
-  if (fs.working && fs.unsynced) {
-    if (int e = store->sync(fs.fd, fs.ino); e < 0) return from_errno(-e);
-    fs.unsynced = false;
-  }
-  std::vector<data::Chunk> chunks;
   bool sealing = seal && fs.working;
+  Sealed content;
   if (sealing) {
-    auto c = chunks_of(fs);
+    auto c = seal_content(fs);
     if (!c) return c.error();
-    chunks = std::move(*c);
+    content = std::move(*c);
+  } else if (fs.working && fs.unsynced) {
+    if (int e = store->sync(fs.fd, fs.fid); e < 0) return from_errno(-e);
+    fs.unsynced = false;
   }
   auto r = transact<rec::InodeRec>([&](Batch& b) -> Result<rec::InodeRec> {
     auto r = txn_inode(*b.txn, fs.ino);
@@ -319,9 +372,9 @@ Result<Attr> Namespace::Impl::persist(FileState& fs, bool seal) {
     r->attr.size = fs.size;
     r->attr.mtime_ns = fs.mtime_ns;
     r->attr.ctime_ns = std::max(r->attr.ctime_ns, fs.ctime_ns);
-    r->attr.change++;
+    r->attr.change = std::max(r->attr.change, fs.change) + 1;
     if (sealing) {
-      record_version(b, *r, fs.fid, chunks);
+      record_version(b, *r, fs, content);
       if (auto s = trim_versions(b, *r); !s) return s.error();
     } else {
       r->fid = fs.fid;
@@ -330,16 +383,14 @@ Result<Attr> Namespace::Impl::persist(FileState& fs, bool seal) {
       b.change({.op = "write", .ino = fs.ino});
     }
     // A durable working file that this one replaces is garbage now.
-    if (old_fid && old_fid != fs.fid && !old_is_version) b.unlink_after.emplace_back(fs.ino, old_fid);
+    if (old_fid && old_fid != fs.fid && !old_is_version) b.unlink_after.push_back(old_fid);
     b.put_inode(*r);
     b.after_commit.push_back([this, c = *r] { inodes.put(c.attr.ino, c); });
     return *r;
   });
   if (!r) return r.error();
-  if (sealing) {
-    fs.working = false;
-    fs.unsealed = false;
-  }
+  fs.change = std::max(fs.change, r->attr.change);
+  if (sealing) sealed(fs, content);
   Attr a = r->attr;
   a.dirty = fs.unsealed;
   return a;
@@ -390,10 +441,13 @@ Result<Attr> Namespace::Impl::commit_ino(const OpContext& ctx, Ino ino) {
 Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs) {
   Ino dir = fs.stage_dir;
   const std::string& name = fs.stage_name;
+  Sealed content;
   {
     std::unique_lock lock(fs.mu);
     if (fs.committed) return Errc::bad_handle;
-    if (::fdatasync(fs.fd) != 0) return from_errno(errno);
+    auto c = seal_content(fs);
+    if (!c) return c.error();
+    content = std::move(*c);
   }
   for (;;) {
     auto e0 = load_entry(dir, name);
@@ -402,10 +456,6 @@ Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs)
     auto locks = lock_inodes({dir, target});
     std::unique_lock lock(fs.mu);
     if (fs.committed) return Errc::bad_handle;
-    auto chunks = chunks_of(fs);
-    if (!chunks) return chunks.error();
-    std::uint64_t promoted_fid = 0;
-    Ino promoted_ino = 0;
     auto r = transact<std::optional<rec::InodeRec>>([&](Batch& b) -> Result<std::optional<rec::InodeRec>> {
       auto d = txn_inode(*b.txn, dir);
       if (!d) return d.error();
@@ -416,9 +466,9 @@ Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs)
         auto t = txn_inode(*b.txn, e->ino);
         if (!t) return t.error();
         if (auto s = may(ctx, t->attr, 2); !s) return s.error();
-        if (auto s = may_write_export(ctx); !s) return s.error();
         node = *t;
-        if (node.attr.dirty && node.fid) b.unlink_after.emplace_back(node.attr.ino, node.fid);
+        // An unsealed working file of the replaced content is garbage now.
+        if (node.attr.dirty && node.fid) b.unlink_after.push_back(node.fid);
       } else {
         if (e && e->type == FileType::directory) return Errc::is_dir;
         if (auto s = may_change_entries(ctx, d->attr, nullptr); !s) return s.error();
@@ -439,43 +489,22 @@ Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs)
         });
         b.change({.op = "create", .ino = node.attr.ino, .parent = dir, .name = name});
       }
-      if (promoted_ino != node.attr.ino) {
-        if (promoted_fid) store->remove(promoted_ino, promoted_fid);
-        auto fid = fid_alloc.next(*kv);
-        if (!fid) return fid.error();
-        if (int err = store->promote(fs.staging_id, node.attr.ino, *fid); err < 0) return from_errno(-err);
-        promoted_ino = node.attr.ino;
-        promoted_fid = *fid;
-      }
-      std::int64_t now = now_ns();
       node.attr.size = fs.size;
       node.attr.mtime_ns = fs.mtime_ns;
-      node.attr.ctime_ns = now;
+      node.attr.ctime_ns = now_ns();
       node.attr.change++;
-      record_version(b, node, promoted_fid, *chunks);
+      record_version(b, node, fs, content);
       if (auto s = trim_versions(b, node); !s) return s.error();
       b.put_inode(node);
       b.after_commit.push_back([this, node] { inodes.put(node.attr.ino, node); });
       return std::optional<rec::InodeRec>(node);
     });
-    if (!r) {
-      if (promoted_fid) store->remove(promoted_ino, promoted_fid);
-      if (promoted_fid) fs.committed = true;  // the staging file is gone
-      return r.error();
-    }
-    if (!*r) {
-      if (promoted_fid) {
-        // Lost a race for the name after moving the data: move it back.
-        fs.committed = true;
-        store->remove(promoted_ino, promoted_fid);
-        return Errc::conflict;
-      }
-      continue;
-    }
+    if (!r) return r.error();
+    if (!*r) continue;
     fs.committed = true;
-    fs.working = false;
+    sealed(fs, content);
     const rec::InodeRec& node = **r;
-    // Handles open on the replaced file now see the new version.
+    // Handles open on the replaced file now read the new version.
     std::shared_ptr<FileState> live;
     {
       std::lock_guard flock(files_mu);
@@ -484,16 +513,17 @@ Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs)
     }
     if (live) {
       std::unique_lock llock(live->mu);
-      if (live->working && live->fid != node.fid) store->remove(node.attr.ino, live->fid);
-      int fd = store->open_file(node.attr.ino, node.fid, O_RDONLY);
+      if (live->working && live->fid != node.fid) store->remove(live->fid);
       if (live->fd >= 0) ::close(live->fd);
-      live->fd = fd;
+      live->fd = node.fid ? store->open_file(node.fid, O_RDONLY) : -1;
       live->fid = node.fid;
+      live->inline_data = node.fid ? std::string() : fs.inline_data;
       live->working = false;
       live->unsealed = live->unsynced = false;
       live->stream_valid = false;
       live->size = node.attr.size;
       live->mtime_ns = node.attr.mtime_ns;
+      live->change = std::max(live->change, node.attr.change);
     }
     return node.attr;
   }
@@ -511,7 +541,7 @@ Status Namespace::Impl::release(const OpContext&, Handle h) {
   FileState& fs = *hr.file;
   if (fs.staged) {
     std::unique_lock lock(fs.mu);
-    if (!fs.committed) store->remove_staging(fs.staging_id);
+    if (!fs.committed) store->remove(fs.fid);
     return {};
   }
   Status out;
@@ -523,7 +553,7 @@ Status Namespace::Impl::release(const OpContext&, Handle h) {
       if (auto r = persist(fs, true); !r) out = r.error();
     }
     bool last = fs.handles == 1;
-    if (last && fs.removed && fs.working) store->remove(fs.ino, fs.fid);
+    if (last && fs.removed && fs.working) store->remove(fs.fid);
   }
   detach(hr.file);
   return out;
@@ -585,11 +615,17 @@ Result<std::size_t> Namespace::Impl::read_version(const OpContext& ctx, Ino ino,
   if (!m) return Errc::io;
   if (off >= m->size) return std::size_t{0};
   std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), m->size - off));
-  int fd = store->open_file(ino, vr->fid, O_RDONLY);
-  if (fd < 0) return from_errno(-fd);
-  Status s = read_fully(fd, off, out.first(n));
-  ::close(fd);
-  if (!s) return s.error();
+  if (!vr->fid) {
+    std::string bytes;
+    if (!kv->get(rec::key_inline(ino, version), &bytes).ok() || bytes.size() != m->size) return Errc::io;
+    std::memcpy(out.data(), bytes.data() + off, n);
+  } else {
+    int fd = store->open_file(vr->fid, O_RDONLY);
+    if (fd < 0) return from_errno(-fd);
+    Status s = read_fully(fd, off, out.first(n));
+    ::close(fd);
+    if (!s) return s.error();
+  }
   bytes_read->inc(n);
   return n;
 }

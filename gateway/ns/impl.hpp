@@ -68,16 +68,19 @@ class Allocator {
 
 // Live state of a file with open handles or unsealed content. `fd` is the
 // data file that holds the current content: a writable working file
-// (`working`), or the sealed file of the current version, read-only.
+// (`working`), or the sealed file of the current version; or, for a small
+// sealed version kept in the metadata store, `inline_data` holds it (fd -1).
 struct FileState {
   std::shared_mutex mu;
   Ino ino = 0;
   int fd = -1;
   std::uint64_t fid = 0;
+  std::string inline_data;
   bool working = false;
   std::uint64_t size = 0;
   std::int64_t mtime_ns = 0;
   std::int64_t ctime_ns = 0;
+  std::uint64_t change = 0;  // the inode's change counter, bumped by writes
   bool unsealed = false;  // content differs from the sealed version
   bool unsynced = false;  // writes not yet fsynced
   bool removed = false;   // last name removed while open
@@ -90,7 +93,6 @@ struct FileState {
   bool stream_valid = false;
   // Staged files: invisible until commit links them under (dir, name).
   bool staged = false;
-  std::uint64_t staging_id = 0;
   Ino stage_dir = 0;
   std::string stage_name;
   std::uint32_t stage_mode = 0;
@@ -109,7 +111,7 @@ struct Batch {
   std::unique_ptr<kv::Txn> txn;
   std::vector<Change> changes;
   std::vector<std::function<void()>> after_commit;
-  std::vector<std::pair<Ino, std::uint64_t>> unlink_after;  // data files
+  std::vector<std::uint64_t> unlink_after;  // data files (fids)
 
   void put_inode(const rec::InodeRec& r);
   void change(Change c) { changes.push_back(std::move(c)); }
@@ -140,7 +142,6 @@ struct Namespace::Impl {
 
   Allocator ino_alloc{rec::key_meta("next_ino"), 1024};
   Allocator fid_alloc{rec::key_meta("next_fid"), 4096};
-  std::atomic<std::uint64_t> next_staging{1};
   std::atomic<std::int64_t> inode_count{0};
 
   // Change log sequence numbers are handed out before commit; a reader may
@@ -189,6 +190,7 @@ struct Namespace::Impl {
   Result<rec::EntryRec> txn_entry(kv::Txn& txn, Ino dir, std::string_view name);
   Batch begin();
   Status commit(Batch& b);
+  Status sync_owed();  // see commit(): call with no stripe held
   // Runs `body` in a fresh batch, committing it; retries on write conflicts.
   template <class T>
   Result<T> transact(const std::function<Result<T>(Batch&)>& body);
@@ -242,9 +244,17 @@ struct Namespace::Impl {
   // With the inode's stripe held: make the content durable, and seal it if asked.
   Result<Attr> persist(FileState& fs, bool seal);
   Result<Attr> commit_staged(const OpContext& ctx, FileState& fs);
-  Result<std::vector<data::Chunk>> chunks_of(FileState& fs);
-  void record_version(Batch& b, rec::InodeRec& r, std::uint64_t fid,
-                      const std::vector<data::Chunk>& chunks);
+  // A sealed version's content: small ones go into the metadata store
+  // (one synchronous commit makes them durable), larger ones stay in their
+  // data file, which is fsynced first.
+  struct Sealed {
+    std::vector<data::Chunk> chunks;
+    std::optional<std::string> inline_data;
+  };
+  Result<Sealed> seal_content(FileState& fs);
+  void record_version(Batch& b, rec::InodeRec& r, FileState& fs, const Sealed& content);
+  // After a seal has committed: the open file now reads the sealed version.
+  void sealed(FileState& fs, Sealed& content);
   Status trim_versions(Batch& b, const rec::InodeRec& r);
   Result<std::vector<VersionInfo>> versions(const OpContext& ctx, Ino ino);
   Result<std::vector<ChunkInfo>> chunks(const OpContext& ctx, Ino ino, std::uint64_t version);

@@ -111,6 +111,21 @@ Batch Namespace::Impl::begin() {
   return b;
 }
 
+// Group commit. A batch commits without waiting for the disk, under the
+// stripes it holds, and the calling thread owes one WAL sync that it pays in
+// sync_owed() once its locks are released, before the operation returns. So
+// an operation still returns only when its change is durable, but callers
+// queued on the same stripes share a sync instead of paying one each. A
+// change is visible to others a moment before it is durable, as in a local
+// file system; the change log shows it to readers only once it is durable.
+namespace {
+struct OwedSync {
+  bool owed = false;
+  std::vector<std::uint64_t> seqs;
+};
+thread_local OwedSync t_owed;
+}  // namespace
+
 Status Namespace::Impl::commit(Batch& b) {
   std::vector<std::uint64_t> seqs;
   if (!b.changes.empty()) {
@@ -123,14 +138,28 @@ Status Namespace::Impl::commit(Batch& b) {
     }
   }
   for (const auto& c : b.changes) b.txn->put(rec::key_change(c.seq), rec::encode(c));
-  kv::Status s = b.txn->commit(kv::Durability::sync);
-  if (!seqs.empty()) {
+  kv::Status s = b.txn->commit(kv::Durability::async);
+  if (!s.ok()) {
     std::lock_guard lock(seq_mu);
     for (auto q : seqs) seq_in_flight.erase(q);
+    return make_error_code(from_kv(s));
   }
-  if (!s.ok()) return make_error_code(from_kv(s));
+  t_owed.owed = true;
+  t_owed.seqs.insert(t_owed.seqs.end(), seqs.begin(), seqs.end());
   for (auto& fn : b.after_commit) fn();
-  for (auto [ino, fid] : b.unlink_after) store->remove(ino, fid);
+  for (auto fid : b.unlink_after) store->remove(fid);
+  return {};
+}
+
+Status Namespace::Impl::sync_owed() {
+  if (!t_owed.owed) return {};
+  kv::Status s = kv->flush();
+  {
+    std::lock_guard lock(seq_mu);
+    for (auto q : t_owed.seqs) seq_in_flight.erase(q);
+  }
+  t_owed = {};
+  if (!s.ok()) return make_error_code(from_kv(s));
   return {};
 }
 
@@ -214,6 +243,7 @@ Attr Namespace::Impl::live_attr(const rec::InodeRec& r) {
   }
   std::shared_lock lock(fs->mu);
   a.size = fs->size;
+  a.change = std::max(a.change, fs->change);
   a.mtime_ns = std::max(a.mtime_ns, fs->mtime_ns);
   a.ctime_ns = std::max(a.ctime_ns, fs->ctime_ns);
   a.dirty = a.dirty || fs->unsealed;
@@ -293,14 +323,17 @@ Status Namespace::Impl::free_inode_data(Batch& b, const rec::InodeRec& r) {
     auto vr = rec::decode_version(v);
     if (!vr) return true;
     if (vr->fid == r.fid) current_is_version = true;
-    b.unlink_after.emplace_back(ino, vr->fid);
+    if (vr->fid)
+      b.unlink_after.push_back(vr->fid);
+    else
+      doomed.push_back(rec::key_inline(ino, rec::key_tail64(k)));
     if (auto m = data::decode_manifest(vr->manifest))
       for (const auto& c : m->chunks)
         doomed.push_back(rec::key_chunk(to_sha(c.digest), ino, rec::key_tail64(k)));
     return true;
   });
   if (!s.ok()) return from_kv(s);
-  if (r.fid && !current_is_version) b.unlink_after.emplace_back(ino, r.fid);
+  if (r.fid && !current_is_version) b.unlink_after.push_back(r.fid);
   std::string xprefix = rec::key_xattr_prefix(ino);
   s = b.txn->scan(xprefix, kv::prefix_end(xprefix), 0, [&](std::string_view k, std::string_view) {
     doomed.emplace_back(k);
@@ -431,6 +464,7 @@ Result<Attr> Namespace::Impl::make_node(const OpContext& ctx, Ino dir, std::stri
     auto child = new_inode(ctx, type, mode, *d);
     if (!child) return child.error();
     child->target = std::string(target);
+    if (type == FileType::symlink) child->attr.size = target.size();
     if (type == FileType::directory) d->attr.nlink++;
     add_entry(b, *d, name, *child);
     b.put_inode(*d);
@@ -924,26 +958,22 @@ Status Namespace::Impl::recover_counters() {
 void Namespace::Impl::sweep_orphans() {
   // After an unclean stop, data files may exist that no committed record
   // names (writes that were never committed): remove them.
+  std::set<std::uint64_t> live;
+  for (char tag : {rec::kInodeTag, rec::kVersionTag}) {
+    std::string p(1, tag);
+    kv->scan(p, kv::prefix_end(p), 0, [&](std::string_view k, std::string_view v) {
+      if (tag == rec::kInodeTag) {
+        if (auto r = rec::decode_inode(rec::key_tail64(k), v)) live.insert(r->fid);
+      } else if (auto vr = rec::decode_version(v)) {
+        live.insert(vr->fid);
+      }
+      return true;
+    });
+  }
   std::size_t removed = 0;
-  std::vector<std::pair<Ino, std::uint64_t>> doomed;
-  std::unordered_map<Ino, std::set<std::uint64_t>> live;
-  store->for_each([&](std::uint64_t ino, std::uint64_t fid) {
-    auto it = live.find(ino);
-    if (it == live.end()) {
-      std::set<std::uint64_t> fids;
-      std::string v;
-      if (kv->get(rec::key_inode(ino), &v).ok())
-        if (auto r = rec::decode_inode(ino, v)) fids.insert(r->fid);
-      std::string p = rec::key_version_prefix(ino);
-      kv->scan(p, kv::prefix_end(p), 0, [&](auto, std::string_view val) {
-        if (auto vr = rec::decode_version(val)) fids.insert(vr->fid);
-        return true;
-      });
-      it = live.emplace(ino, std::move(fids)).first;
-    }
-    if (!it->second.count(fid)) doomed.emplace_back(ino, fid);
+  store->for_each([&](std::uint64_t fid) {
+    if (!live.count(fid)) removed += store->remove(fid) == 0;
   });
-  for (auto [ino, fid] : doomed) removed += store->remove(ino, fid) == 0;
   if (removed) spdlog::info("ns: removed {} orphaned data files after an unclean stop", removed);
 }
 
@@ -1026,8 +1056,8 @@ Status Namespace::Impl::start() {
   register_metrics();
   if (auto s = load_identity(); !s) return s;
   if (auto s = bootstrap_exports(); !s) return s;
-  store->clear_staging();
   if (auto s = seal_unsealed(); !s) return s;
+  if (auto s = sync_owed(); !s) return s;
   if (unclean) sweep_orphans();
   auto txn = kv->begin();
   txn->put(rec::key_meta("clean"), "0");
@@ -1050,6 +1080,7 @@ Result<T> observed(Namespace::Impl& im, Op op, const OpContext* ctx, F&& fn) {
     if (im.closed.load()) return Errc::unavailable;
     return fn();
   }();
+  if (auto s = im.sync_owed(); !s && r) r = s.error();
   if (auto& m = im.op_metrics[static_cast<std::size_t>(op)]; m.calls) {
     m.calls->inc();
     if (!r) m.errors->inc();
@@ -1061,7 +1092,9 @@ Result<T> observed(Namespace::Impl& im, Op op, const OpContext* ctx, F&& fn) {
 }  // namespace
 
 #define WEFT_INLINE(T, op, ctx, ...) co_return observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; })
-#define WEFT_BLOCKING(T, op, ctx, ...) \
+// After close() the pool runs nothing: fail before handing it work.
+#define WEFT_BLOCKING(T, op, ctx, ...)                                        \
+  if (impl_->closed.load()) co_return Result<T>(make_error_code(Errc::unavailable)); \
   co_return co_await offload(impl_->pool, [&]() -> Result<T> { return observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; }); })
 
 Namespace::Namespace(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -1092,7 +1125,15 @@ void Namespace::close() {
         spdlog::warn("ns: could not seal inode {} at shutdown: {}", fs->ino, r.error().message());
     }
   }
+  im.sync_owed();
   im.pool.join();
+  {
+    // Staged files never committed: nothing refers to their data.
+    std::lock_guard lock(im.handles_mu);
+    for (auto& [id, h] : im.handles)
+      if (h.file->staged && !h.file->committed) im.store->remove(h.file->fid);
+    im.handles.clear();
+  }
   auto txn = im.kv->begin();
   txn->put(rec::key_meta("clean"), "1");
   if (auto s = txn->commit(kv::Durability::sync); !s.ok())

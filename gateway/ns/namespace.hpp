@@ -43,6 +43,9 @@ struct Options {
   std::size_t blocking_threads = 8;  // for fsync and synchronous commits
   std::uint32_t retain_versions = 4;  // sealed versions kept per file
   std::uint64_t max_file_size = 5ull << 40;
+  // Sealed versions up to this size live in the metadata store, not in a
+  // data file: one synchronous commit makes a small file durable.
+  std::uint32_t inline_max = 64 * 1024;
   std::uint64_t metadata_cache_bytes = 32ull << 20;  // the store's block cache
 };
 

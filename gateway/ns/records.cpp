@@ -103,6 +103,11 @@ std::string key_version(Ino ino, std::uint64_t version) {
   put_be64(k, version);
   return k;
 }
+std::string key_inline(Ino ino, std::uint64_t version) {
+  std::string k = tagged('B', ino);
+  put_be64(k, version);
+  return k;
+}
 std::string key_chunk(const Sha256& digest, Ino ino, std::uint64_t version) {
   std::string k(1, 'C');
   k.append(reinterpret_cast<const char*>(digest.data()), digest.size());

@@ -5,6 +5,7 @@
 //   D parent name            -> EntryRec  (name order: S3 listings, lookups)
 //   E parent cookie          -> EntryRec  (creation order: readdir cookies)
 //   V ino version            -> VersionRec (data file + manifest)
+//   B ino version            -> the content of a small version kept inline
 //   C sha256 ino version     -> chunk offset and length (who holds a chunk)
 //   X ino name               -> extended attribute value
 //   W ino                    -> "" (durable but unsealed: sealed on recovery)
@@ -30,6 +31,7 @@ std::string key_cookie(Ino parent, std::uint64_t cookie);
 std::string key_cookie_prefix(Ino parent);
 std::string key_version(Ino ino, std::uint64_t version);
 std::string key_version_prefix(Ino ino);
+std::string key_inline(Ino ino, std::uint64_t version);
 std::string key_chunk(const Sha256& digest, Ino ino, std::uint64_t version);
 std::string key_xattr(Ino ino, std::string_view name);
 std::string key_xattr_prefix(Ino ino);
@@ -52,7 +54,8 @@ std::uint64_t get_be64(std::string_view s, std::size_t at);
 std::uint64_t key_tail64(std::string_view key);
 
 // An inode as stored. `fid` names the data file that holds the content
-// (0: none yet, the file reads as zeros up to `size`).
+// (0: none: the current version is inline, or there is no content yet and
+// the file reads as zeros up to `size`).
 struct InodeRec {
   Attr attr;
   std::uint64_t fid = 0;
@@ -69,7 +72,7 @@ struct EntryRec {
 };
 
 struct VersionRec {
-  std::uint64_t fid = 0;
+  std::uint64_t fid = 0;  // 0: the content is inline (key_inline)
   std::int64_t mtime_ns = 0;
   std::string manifest;  // backend/data manifest encoding
 };
