@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 namespace weft::ns {
 
@@ -139,16 +140,12 @@ Result<Handle> Namespace::Impl::stage(const OpContext& ctx, Ino dir, std::string
   auto d = load_inode(dir);
   if (!d) return d.error();
   if (auto s = may_change_entries(ctx, d->attr, nullptr); !s) return s.error();
-  auto fid = fid_alloc.next(*kv);
-  if (!fid) return fid.error();
+  // The content stays in memory while it is small enough to be sealed
+  // inline; past that it goes straight to its final data file (spill()), so
+  // committing it moves nothing.
   auto fs = std::make_shared<FileState>();
   fs->staged = true;
-  // The data goes straight to its final file: committing it moves nothing.
-  fs->fid = *fid;
-  fs->fd = store->open_file(*fid, O_RDWR | O_CREAT | O_EXCL);
-  if (fs->fd < 0) return from_errno(-fs->fd);
   fs->working = true;
-  fs->stream_valid = true;
   fs->handles = 1;
   fs->writers = 1;
   fs->mtime_ns = fs->ctime_ns = now_ns();
@@ -210,9 +207,25 @@ Status Namespace::Impl::ensure_working(FileState& fs, bool keep_content) {
   fs.fid = *fid;
   fs.inline_data.clear();
   fs.working = true;
-  fs.stream = data::Chunker();
-  fs.streamed = 0;
-  fs.stream_valid = fs.size == 0;
+  return {};
+}
+
+Status Namespace::Impl::spill(FileState& fs) {
+  auto fid = fid_alloc.next(*kv);
+  if (!fid) return fid.error();
+  int fd = store->open_file(*fid, O_RDWR | O_CREAT | O_EXCL);
+  if (fd < 0) return from_errno(-fd);
+  if (!fs.inline_data.empty() &&
+      ::pwrite(fd, fs.inline_data.data(), fs.inline_data.size(), 0) != static_cast<ssize_t>(fs.inline_data.size())) {
+    int e = errno;
+    ::close(fd);
+    store->remove(*fid);
+    return from_errno(e);
+  }
+  fs.fd = fd;
+  fs.fid = *fid;
+  fs.inline_data.clear();
+  fs.inline_data.shrink_to_fit();
   return {};
 }
 
@@ -222,13 +235,6 @@ Status Namespace::Impl::truncate_locked(FileState& fs, std::uint64_t size) {
   } else {
     if (auto s = ensure_working(fs, true); !s) return s;
     if (::ftruncate(fs.fd, static_cast<off_t>(size)) != 0) return from_errno(errno);
-  }
-  if (size == 0) {
-    fs.stream = data::Chunker();
-    fs.streamed = 0;
-    fs.stream_valid = true;
-  } else if (size < fs.streamed) {
-    fs.stream_valid = false;
   }
   fs.size = size;
   fs.mtime_ns = fs.ctime_ns = now_ns();
@@ -249,18 +255,19 @@ Result<std::size_t> Namespace::Impl::write(const OpContext&, Handle h, std::uint
   if (off > opt.max_file_size || data.size() > opt.max_file_size - off) return Errc::too_big;
   if (data.empty()) return std::size_t{0};
   if (auto s = ensure_working(fs, true); !s) return s.error();
-  std::size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::pwrite(fs.fd, data.data() + done, data.size() - done, static_cast<off_t>(off + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return from_errno(errno);
-    done += static_cast<std::size_t>(n);
-  }
-  if (fs.stream_valid && off == fs.streamed && fs.streamed == fs.size) {
-    fs.stream.update(data);
-    fs.streamed += data.size();
-  } else if (off < fs.size || off != fs.streamed) {
-    fs.stream_valid = false;
+  if (fs.fd < 0 && off + data.size() > opt.inline_max)
+    if (auto s = spill(fs); !s) return s.error();
+  if (fs.fd < 0) {
+    if (fs.inline_data.size() < off + data.size()) fs.inline_data.resize(off + data.size(), '\0');
+    std::memcpy(fs.inline_data.data() + off, data.data(), data.size());
+  } else {
+    std::size_t done = 0;
+    while (done < data.size()) {
+      ssize_t n = ::pwrite(fs.fd, data.data() + done, data.size() - done, static_cast<off_t>(off + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return from_errno(errno);
+      done += static_cast<std::size_t>(n);
+    }
   }
   fs.size = std::max<std::uint64_t>(fs.size, off + data.size());
   fs.mtime_ns = fs.ctime_ns = now_ns();
@@ -273,25 +280,30 @@ Result<std::size_t> Namespace::Impl::write(const OpContext&, Handle h, std::uint
 Result<Namespace::Impl::Sealed> Namespace::Impl::seal_content(FileState& fs) {
   Sealed out;
   if (fs.size <= opt.inline_max) {
-    out.inline_data.emplace(fs.size, '\0');
-    auto bytes = std::as_writable_bytes(std::span(out.inline_data->data(), fs.size));
-    if (auto s = read_fully(fs.fd, 0, bytes); !s) return s.error();
-  } else if (fs.unsynced) {
-    if (int e = store->sync(fs.fd, fs.fid); e < 0) return from_errno(-e);
-    fs.unsynced = false;
-  }
-  if (fs.stream_valid && fs.streamed == fs.size) {
-    fs.stream.finish();
-    out.chunks = fs.stream.take_chunks();
-  } else if (out.inline_data) {
+    if (fs.fd < 0) {
+      out.inline_data = fs.inline_data;
+      out.inline_data->resize(fs.size, '\0');
+    } else {
+      out.inline_data.emplace(fs.size, '\0');
+      auto bytes = std::as_writable_bytes(std::span(out.inline_data->data(), fs.size));
+      if (auto s = read_fully(fs.fd, 0, bytes); !s) return s.error();
+    }
     data::Chunker c;
     c.update(std::as_bytes(std::span(out.inline_data->data(), out.inline_data->size())));
     c.finish();
     out.chunks = c.take_chunks();
-  } else if (int e = data::chunk_file(fs.fd, fs.size, data::ChunkParams{}, &out.chunks); e != 0) {
-    return from_errno(e);
+    return out;
   }
-  fs.stream_valid = false;
+  // Chunking reads the data back from the page cache while the disk writes
+  // it out: run the two side by side, or sealing costs fsync + hashing.
+  int sync_error = 0;
+  std::thread syncer;
+  if (fs.unsynced) syncer = std::thread([&] { sync_error = store->sync(fs.fd, fs.fid); });
+  int chunk_error = data::chunk_file(fs.fd, fs.size, data::ChunkParams{}, &out.chunks);
+  if (syncer.joinable()) syncer.join();
+  if (sync_error < 0) return from_errno(-sync_error);
+  fs.unsynced = false;
+  if (chunk_error != 0) return from_errno(chunk_error);
   return out;
 }
 
@@ -303,7 +315,7 @@ void Namespace::Impl::record_version(Batch& b, rec::InodeRec& r, FileState& fs, 
   b.txn->put(rec::key_version(ino, v), rec::encode(rec::VersionRec{fid, r.attr.mtime_ns, data::encode_manifest(m)}));
   if (content.inline_data) {
     b.txn->put(rec::key_inline(ino, v), *content.inline_data);
-    b.unlink_after.push_back(fs.fid);  // its bytes now live in the store
+    if (fs.fid) b.unlink_after.push_back(fs.fid);  // its bytes now live in the store
   }
   for (const auto& c : content.chunks)
     b.txn->put(rec::key_chunk(to_sha(c.digest), ino, v), be_offset_length(c.offset, c.length));
@@ -402,7 +414,9 @@ Status Namespace::Impl::flush(const OpContext&, Handle h) {
   FileState& fs = *hr->file;
   if (fs.staged) {
     std::unique_lock lock(fs.mu);
-    if (!fs.committed && ::fdatasync(fs.fd) != 0) return from_errno(errno);
+    // Until its commit a staged file is invisible and dies with a crash:
+    // only its data file (if it has one) can be made durable early.
+    if (!fs.committed && fs.fd >= 0 && ::fdatasync(fs.fd) != 0) return from_errno(errno);
     return {};
   }
   auto locks = lock_inodes({fs.ino});
@@ -520,7 +534,6 @@ Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs)
       live->inline_data = node.fid ? std::string() : fs.inline_data;
       live->working = false;
       live->unsealed = live->unsynced = false;
-      live->stream_valid = false;
       live->size = node.attr.size;
       live->mtime_ns = node.attr.mtime_ns;
       live->change = std::max(live->change, node.attr.change);
@@ -541,7 +554,7 @@ Status Namespace::Impl::release(const OpContext&, Handle h) {
   FileState& fs = *hr.file;
   if (fs.staged) {
     std::unique_lock lock(fs.mu);
-    if (!fs.committed) store->remove(fs.fid);
+    if (!fs.committed && fs.fid) store->remove(fs.fid);
     return {};
   }
   Status out;

@@ -68,8 +68,9 @@ class Allocator {
 
 // Live state of a file with open handles or unsealed content. `fd` is the
 // data file that holds the current content: a writable working file
-// (`working`), or the sealed file of the current version; or, for a small
-// sealed version kept in the metadata store, `inline_data` holds it (fd -1).
+// (`working`), or the sealed file of the current version. Where fd is -1,
+// `inline_data` holds the content: a small sealed version kept in the
+// metadata store, or a staged file still small enough to stay in memory.
 struct FileState {
   std::shared_mutex mu;
   Ino ino = 0;
@@ -86,11 +87,6 @@ struct FileState {
   bool removed = false;   // last name removed while open
   int handles = 0;
   int writers = 0;
-  // Chunks of the content computed while it was written in order from
-  // byte 0; valid while streamed == size and nothing before it changed.
-  data::Chunker stream;
-  std::uint64_t streamed = 0;
-  bool stream_valid = false;
   // Staged files: invisible until commit links them under (dir, name).
   bool staged = false;
   Ino stage_dir = 0;
@@ -236,6 +232,8 @@ struct Namespace::Impl {
   Result<std::size_t> write(const OpContext& ctx, Handle h, std::uint64_t off,
                             std::span<const std::byte> data);
   Status ensure_working(FileState& fs, bool keep_content);
+  // Moves a staged file's in-memory content into a new data file.
+  Status spill(FileState& fs);
   Status truncate_locked(FileState& fs, std::uint64_t size);
   Status flush(const OpContext& ctx, Handle h);
   Result<Attr> commit(const OpContext& ctx, Handle h);

@@ -1131,7 +1131,7 @@ void Namespace::close() {
     // Staged files never committed: nothing refers to their data.
     std::lock_guard lock(im.handles_mu);
     for (auto& [id, h] : im.handles)
-      if (h.file->staged && !h.file->committed) im.store->remove(h.file->fid);
+      if (h.file->staged && !h.file->committed && h.file->fid) im.store->remove(h.file->fid);
     im.handles.clear();
   }
   auto txn = im.kv->begin();
