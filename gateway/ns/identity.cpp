@@ -239,6 +239,20 @@ Status Namespace::Impl::load_identity() {
     return true;
   });
   if (!s.ok()) return Errc::io;
+  s = scan(rec::kTokenTag, [&](std::string_view id, std::string_view v) {
+    json j = json::parse(v, nullptr, false);
+    if (!j.is_object()) return false;
+    TokenRecord t;
+    t.token.id = std::string(id);
+    t.token.user = j.value("user", "");
+    t.token.name = j.value("name", "");
+    t.token.created_ns = j.value("created", std::int64_t{0});
+    t.hash = unhex(j.value("hash", ""));
+    if (t.hash.size() != 32) return false;
+    tokens[t.token.id] = std::move(t);
+    return true;
+  });
+  if (!s.ok()) return Errc::io;
   s = scan(rec::kExportTag, [&](std::string_view name, std::string_view v) {
     json j = json::parse(v, nullptr, false);
     if (!j.is_object()) return false;
@@ -365,8 +379,11 @@ Status Namespace::Impl::delete_user(const OpContext& ctx, std::string_view name)
   txn->erase(rec::key_user(name));
   txn->erase(rec::key_uid(it->second.user.uid));
   for (const auto& k : it->second.user.s3_access_keys) txn->erase(rec::key_s3_key(k));
+  for (const auto& [id, t] : tokens)
+    if (t.token.user == name) txn->erase(rec::key_token(id));
   if (!txn->commit(kv::Durability::sync).ok()) return Errc::io;
   for (const auto& k : it->second.user.s3_access_keys) s3_keys.erase(k);
+  std::erase_if(tokens, [&](const auto& t) { return t.second.token.user == name; });
   uids.erase(it->second.user.uid);
   users.erase(it);
   return {};
@@ -453,6 +470,74 @@ Status Namespace::Impl::change_ssh_key(const OpContext& ctx, std::string_view us
   return {};
 }
 
+Result<User> Namespace::Impl::set_ids(const OpContext& ctx, std::string_view name, std::uint32_t uid,
+                                     std::uint32_t gid) {
+  if (auto s = check_admin(ctx); !s) return s.error();
+  std::unique_lock lock(id_mu);
+  auto it = users.find(name);
+  if (it == users.end()) return Errc::not_found;
+  UserRecord u = it->second;
+  if (auto other = uids.find(uid); other != uids.end() && other->second != name) return Errc::exists;
+  auto txn = kv->begin();
+  txn->erase(rec::key_uid(u.user.uid));
+  u.user.uid = uid;
+  u.user.gid = gid;
+  txn->put(rec::key_user(u.user.name), user_json(u).dump());
+  txn->put(rec::key_uid(uid), u.user.name);
+  if (!txn->commit(kv::Durability::sync).ok()) return Errc::io;
+  uids.erase(it->second.user.uid);
+  uids[uid] = u.user.name;
+  it->second = u;
+  return u.user;
+}
+
+namespace {
+std::string sha256_of(std::string_view s) {
+  std::string out(32, '\0');
+  unsigned int n = 0;
+  EVP_Digest(s.data(), s.size(), reinterpret_cast<unsigned char*>(out.data()), &n, EVP_sha256(), nullptr);
+  return out;
+}
+constexpr std::string_view kTokenAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+}  // namespace
+
+Result<Token> Namespace::Impl::create_token(const OpContext& ctx, std::string_view user, std::string_view name) {
+  if (auto s = check_admin(ctx); !s) return s.error();
+  if (name.size() > 128 || name.find_first_of(std::string_view("\0\n\r", 3)) != std::string_view::npos)
+    return Errc::invalid;
+  std::unique_lock lock(id_mu);
+  if (!users.count(user)) return Errc::not_found;
+  TokenRecord t;
+  do {
+    t.token.id = random_text(12, kTokenAlphabet);
+  } while (tokens.count(t.token.id));
+  t.token.user = std::string(user);
+  t.token.name = std::string(name);
+  t.token.created_ns = now_ns();
+  std::string secret = "weft_" + t.token.id + "_" + random_text(40, kTokenAlphabet);
+  t.hash = sha256_of(secret);
+  json j{{"user", t.token.user}, {"name", t.token.name}, {"created", t.token.created_ns}, {"hash", hex(t.hash)}};
+  auto txn = kv->begin();
+  txn->put(rec::key_token(t.token.id), j.dump());
+  if (!txn->commit(kv::Durability::sync).ok()) return Errc::io;
+  Token out = t.token;
+  out.secret = secret;
+  tokens[t.token.id] = std::move(t);
+  return out;
+}
+
+Status Namespace::Impl::revoke_token(const OpContext& ctx, std::string_view id) {
+  if (auto s = check_admin(ctx); !s) return s;
+  std::unique_lock lock(id_mu);
+  auto it = tokens.find(id);
+  if (it == tokens.end()) return Errc::not_found;
+  auto txn = kv->begin();
+  txn->erase(rec::key_token(id));
+  if (!txn->commit(kv::Durability::sync).ok()) return Errc::io;
+  tokens.erase(it);
+  return {};
+}
+
 Result<User> Namespace::Impl::verify_password(std::string_view name, std::string_view password) const {
   UserRecord u;
   {
@@ -485,6 +570,26 @@ Result<User> Namespace::user(std::string_view name) const {
   auto it = impl_->users.find(name);
   if (it == impl_->users.end()) return Errc::not_found;
   return it->second.user;
+}
+
+Result<std::vector<Token>> Namespace::tokens() const {
+  std::shared_lock lock(impl_->id_mu);
+  std::vector<Token> out;
+  for (const auto& [id, t] : impl_->tokens) out.push_back(t.token);
+  return out;
+}
+
+Result<User> Namespace::verify_token(std::string_view secret) const {
+  // "weft_<id>_<random>": the id finds the record, the hash decides.
+  if (secret.size() < 19 || secret.substr(0, 5) != "weft_" || secret[17] != '_') return Errc::access;
+  std::string hash = sha256_of(secret);
+  std::shared_lock lock(impl_->id_mu);
+  auto it = impl_->tokens.find(secret.substr(5, 12));
+  if (it == impl_->tokens.end() || CRYPTO_memcmp(hash.data(), it->second.hash.data(), 32) != 0)
+    return Errc::access;
+  auto u = impl_->users.find(it->second.token.user);
+  if (u == impl_->users.end()) return Errc::access;
+  return u->second.user;
 }
 
 Result<User> Namespace::user_by_uid(std::uint32_t uid) const {

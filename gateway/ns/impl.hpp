@@ -156,6 +156,11 @@ struct Namespace::Impl {
   mutable std::shared_mutex id_mu;
   std::map<std::string, UserRecord, std::less<>> users;
   std::map<std::string, S3Key, std::less<>> s3_keys;
+  struct TokenRecord {
+    Token token;       // without the secret
+    std::string hash;  // SHA-256 of the secret
+  };
+  std::map<std::string, TokenRecord, std::less<>> tokens;
   std::map<std::uint32_t, std::string> uids;
   std::map<std::string, Export, std::less<>> export_specs;
   std::map<std::string, Ino, std::less<>> export_roots;
@@ -273,6 +278,9 @@ struct Namespace::Impl {
   Status remove_s3_key(const OpContext& ctx, std::string_view access_key);
   Status change_ssh_key(const OpContext& ctx, std::string_view user, std::string_view key, bool add);
   Status save_user(const UserRecord& u);
+  Result<User> set_ids(const OpContext& ctx, std::string_view name, std::uint32_t uid, std::uint32_t gid);
+  Result<Token> create_token(const OpContext& ctx, std::string_view user, std::string_view name);
+  Status revoke_token(const OpContext& ctx, std::string_view id);
   Result<User> verify_password(std::string_view name, std::string_view password) const;
 };
 

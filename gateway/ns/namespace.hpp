@@ -144,6 +144,14 @@ class Namespace {
   Task<void> remove_s3_key(const OpContext& ctx, std::string_view access_key);
   Task<void> add_ssh_key(const OpContext& ctx, std::string_view user, std::string_view key);
   Task<void> remove_ssh_key(const OpContext& ctx, std::string_view user, std::string_view key);
+  // The uid and gid the user acts as (NFS AUTH_SYS mapping, file ownership).
+  Task<User> set_ids(const OpContext& ctx, std::string_view user, std::uint32_t uid, std::uint32_t gid);
+  // API tokens: created by an administrator for a user, revocable.
+  Task<Token> create_token(const OpContext& ctx, std::string_view user, std::string_view name);
+  Task<void> revoke_token(const OpContext& ctx, std::string_view id);
+  Result<std::vector<Token>> tokens() const;  // secrets left empty
+  // The user a token secret belongs to; Errc::access when unknown or revoked.
+  Result<User> verify_token(std::string_view secret) const;
   Result<std::vector<User>> users() const;
   Result<User> user(std::string_view name) const;
   Result<User> user_by_uid(std::uint32_t uid) const;

@@ -127,6 +127,7 @@ std::string key_user(std::string_view name) { return std::string(1, kUserTag).ap
 std::string key_s3_key(std::string_view access_key) { return std::string(1, 'K').append(access_key); }
 std::string key_uid(std::uint32_t uid) { return tagged('G', uid); }
 std::string key_export(std::string_view name) { return std::string(1, kExportTag).append(name); }
+std::string key_token(std::string_view id) { return std::string(1, kTokenTag).append(id); }
 std::string key_meta(std::string_view name) { return std::string(1, 'M').append(name); }
 
 std::string encode(const InodeRec& r) {

@@ -10,7 +10,7 @@
 //   X ino name               -> extended attribute value
 //   W ino                    -> "" (durable but unsealed: sealed on recovery)
 //   L seq                    -> Change
-//   U name / K access-key / G uid / P export -> identity records (JSON)
+//   U name / K access-key / G uid / T token-id / P export -> identity (JSON)
 //   M name                   -> counters and markers
 // Integers are big-endian so that keys sort numerically.
 #pragma once
@@ -41,6 +41,8 @@ std::string key_user(std::string_view name);
 std::string key_s3_key(std::string_view access_key);
 std::string key_uid(std::uint32_t uid);
 std::string key_export(std::string_view name);
+std::string key_token(std::string_view id);
+inline constexpr char kTokenTag = 'T';
 std::string key_meta(std::string_view name);
 inline constexpr char kUserTag = 'U';
 inline constexpr char kExportTag = 'P';

@@ -172,6 +172,16 @@ struct S3Key {
   std::string user;
 };
 
+// An API token (REST). The secret is shown once, at creation; the store
+// keeps only its SHA-256.
+struct Token {
+  std::string id;      // public, names the token for listing and revoking
+  std::string secret;  // "weft_<id>_<random>": only set by create_token
+  std::string user;
+  std::string name;    // what the admin called it
+  std::int64_t created_ns = 0;
+};
+
 struct NewUser {
   std::string name;
   std::string password;

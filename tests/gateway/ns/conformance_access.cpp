@@ -116,6 +116,50 @@ NS_TEST("identity") {
   CHECK(f.err(ns.delete_user(cx, "bob")) == Errc::not_found);
 }
 
+NS_TEST("API tokens and uid/gid mapping") {
+  Fixture f(std::make_unique<Combination>());
+  auto& ns = f.ns();
+  const OpContext& cx = f.admin();
+  const User alice = f.ok(ns.create_user(cx, NewUser{.name = "alice", .password = "a"}));
+  const User bob = f.ok(ns.create_user(cx, NewUser{.name = "bob", .password = "b"}));
+
+  const Token t = f.ok(ns.create_token(cx, "alice", "ci"));
+  CHECK(t.secret.starts_with("weft_" + t.id + "_"));
+  CHECK(ns.verify_token(t.secret).value().name == "alice");
+  CHECK(code(ns.verify_token(t.secret + "x")) == Errc::access);
+  CHECK(code(ns.verify_token("weft_" + t.id + "_wrong")) == Errc::access);
+  CHECK(code(ns.verify_token("")) == Errc::access);
+  const auto listed = ns.tokens().value();
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].id == t.id);
+  CHECK(listed[0].name == "ci");
+  CHECK(listed[0].secret.empty());
+  CHECK(f.err(ns.create_token(cx, "nobody", "x")) == Errc::not_found);
+  const OpContext as_alice = context_for(ns.principal(alice), cx.export_access);
+  CHECK(f.err(ns.create_token(as_alice, "alice", "mine")) == Errc::perm);
+  CHECK(f.err(ns.revoke_token(as_alice, t.id)) == Errc::perm);
+
+  f.reopen();
+  auto& again = f.ns();
+  CHECK(again.verify_token(t.secret).value().name == "alice");
+  f.ok(again.revoke_token(cx, t.id));
+  CHECK(code(again.verify_token(t.secret)) == Errc::access);
+  CHECK(f.err(again.revoke_token(cx, t.id)) == Errc::not_found);
+
+  // A user's ids can be remapped, but never onto another user's uid.
+  const User moved = f.ok(again.set_ids(cx, "alice", 4242, 100));
+  CHECK(moved.uid == 4242);
+  CHECK(moved.gid == 100);
+  CHECK(again.user_by_uid(4242).value().name == "alice");
+  CHECK(code(again.user_by_uid(alice.uid)) == Errc::not_found);
+  CHECK(f.err(again.set_ids(cx, "alice", bob.uid, 1)) == Errc::exists);
+  CHECK(f.err(again.set_ids(as_alice, "alice", 5000, 5000)) == Errc::perm);
+  // A deleted user's tokens die with it.
+  const Token bt = f.ok(again.create_token(cx, "bob", "b"));
+  f.ok(again.delete_user(cx, "bob"));
+  CHECK(code(again.verify_token(bt.secret)) == Errc::access);
+}
+
 NS_TEST("exports") {
   Fixture f(std::make_unique<Combination>());
   auto& ns = f.ns();

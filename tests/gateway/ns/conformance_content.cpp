@@ -195,14 +195,33 @@ NS_TEST("commit seals versions; read_version and chunks") {
         Errc::not_found);
   CHECK(f.err(ns.chunks(cx, a1.ino, a2.version + 100)) == Errc::not_found);
 
-  SUBCASE("commit by inode (NFS COMMIT)") {
+  SUBCASE("commit by inode (NFS COMMIT) while a writer is open: durable, sealed by the release") {
     const Handle w = f.ok(ns.open(cx, a1.ino, OpenFlags{.write = true}));
     f.ok(ns.write(cx, w, 0, bytes("NFS")));
     const Attr a3 = f.ok(ns.commit(cx, a1.ino));
+    CHECK(a3.version == a2.version);
+    CHECK(a3.dirty);
+    CHECK(read_version(f, a1.ino, a2.version, v2.size()) == v2);
+    f.ok(ns.release(cx, w));
+    const Attr a4 = f.ok(ns.getattr(cx, a1.ino));
+    CHECK(a4.version > a2.version);
+    CHECK(!a4.dirty);
+    CHECK(f.get(a1.ino) == "NFS" + v2.substr(3));
+    CHECK(read_version(f, a1.ino, a4.version, v2.size()) == "NFS" + v2.substr(3));
+  }
+  SUBCASE("commit by handle while another writer is open: sealed by the last release") {
+    const Handle w1 = f.ok(ns.open(cx, a1.ino, OpenFlags{.write = true}));
+    const Handle w2 = f.ok(ns.open(cx, a1.ino, OpenFlags{.write = true}));
+    f.ok(ns.write(cx, w1, 0, bytes("one")));
+    CHECK(f.ok(ns.commit(cx, w1)).version == a2.version);
+    f.ok(ns.release(cx, w1));
+    CHECK(f.ok(ns.getattr(cx, a1.ino)).version == a2.version);
+    f.ok(ns.write(cx, w2, 3, bytes("two")));
+    const Attr a3 = f.ok(ns.commit(cx, w2));
     CHECK(a3.version > a2.version);
     CHECK(!a3.dirty);
-    f.ok(ns.release(cx, w));
-    CHECK(f.get(a1.ino) == "NFS" + v2.substr(3));
+    f.ok(ns.release(cx, w2));
+    CHECK(f.get(a1.ino) == "onetwo" + v2.substr(6));
   }
   SUBCASE("the last writer's release seals") {
     const Handle w = f.ok(ns.open(cx, a1.ino, OpenFlags{.write = true, .truncate = true}));

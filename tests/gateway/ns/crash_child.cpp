@@ -4,7 +4,8 @@
 //     Opens the namespace on DIR, prints "READY", then loops over iterations
 //     FIRST, FIRST+1, ... forever. Iteration i writes the pattern of seed i
 //     (pattern.hpp) as a new file, as an in-place overwrite of an existing
-//     one (open with truncate), or as a staged upload replacing a name. It
+//     one (open with truncate), or as a staged upload of a new name or
+//     replacing an existing one. It
 //     prints "BEGIN <kind> <name> <size> <seed>" before touching the store and
 //     "ACK <name> <size> <seed>" only after commit() returned; every line is
 //     flushed at once, so what the driver read before a SIGKILL is exact.
@@ -105,7 +106,7 @@ class Child {
       const unsigned roll = next() % 10;
       std::string kind, name;
       if (names.empty() || (roll < 4 && names.size() < kMaxFiles)) {
-        kind = "new";
+        kind = roll % 2 == 0 ? "new" : "stage";  // a new name: created, or a staged upload
         name = "f" + std::to_string(seed);
         names.push_back(name);
       } else {

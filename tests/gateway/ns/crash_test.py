@@ -35,29 +35,34 @@ class Failure(Exception):
 
 
 class Lines:
-    """Reads whole lines from a pipe, with a deadline."""
+    """Reads whole lines from a pipe, with deadlines."""
 
     def __init__(self, fd):
         self.fd = fd
         self.buffer = b""
         self.eof = False
 
+    def read_some(self, deadline):
+        """The lines of the next piece of output; [] when `deadline` (None: no
+        deadline) passes first or at the end of the output."""
+        if self.eof:
+            return []
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return []
+        chunk = os.read(self.fd, 65536)
+        if not chunk:
+            self.eof = True
+        self.buffer += chunk
+        *complete, self.buffer = self.buffer.split(b"\n")
+        return [line.decode() for line in complete]
+
     def read_until(self, deadline):
-        """Lines that arrive before `deadline` (None: until end of file)."""
+        """Every line that arrives before `deadline` (None: until the end)."""
         lines = []
-        while not self.eof:
-            timeout = None if deadline is None else deadline - time.monotonic()
-            if timeout is not None and timeout <= 0:
-                break
-            ready, _, _ = select.select([self.fd], [], [], timeout)
-            if not ready:
-                break
-            chunk = os.read(self.fd, 65536)
-            if not chunk:
-                self.eof = True
-            self.buffer += chunk
-            *complete, self.buffer = self.buffer.split(b"\n")
-            lines += [line.decode() for line in complete]
+        while not self.eof and (deadline is None or time.monotonic() < deadline):
+            lines += self.read_some(deadline)
         return lines
 
 
@@ -107,17 +112,19 @@ class Model:
 
 
 def cycle(child, data, model, rng, work, number):
+    """One run, kill and verification; how the operation cut by the kill
+    ended up (see outcome()), or None when the kill fell between operations."""
     proc = subprocess.Popen([child, data, "run", str(model.next_seed)], stdout=subprocess.PIPE)
     lines = Lines(proc.stdout.fileno())
     try:
-        started = time.monotonic()
+        ready_by = time.monotonic() + READY_TIMEOUT
         while True:
-            got = lines.read_until(started + READY_TIMEOUT)
+            got = lines.read_some(ready_by)
             for line in got:
                 model.apply(line)
             if "READY" in got:
                 break
-            if lines.eof or time.monotonic() > started + READY_TIMEOUT:
+            if lines.eof or time.monotonic() > ready_by:
                 raise Failure(f"cycle {number}: the child did not get ready (exit {proc.poll()})")
         for line in lines.read_until(time.monotonic() + rng.uniform(0.020, 0.300)):
             model.apply(line)
@@ -132,7 +139,7 @@ def cycle(child, data, model, rng, work, number):
             proc.kill()
             proc.wait()
         proc.stdout.close()
-    interrupted = model.in_flight is not None
+    in_flight = model.in_flight
 
     expect_path = os.path.join(work, "expect.txt")
     with open(expect_path, "w") as out:
@@ -143,9 +150,24 @@ def cycle(child, data, model, rng, work, number):
     if verify.returncode != 0 or bad:
         raise Failure(f"cycle {number}: verification failed (exit {verify.returncode}):\n  " +
                       "\n  ".join(bad) + f"\nexpected:\n{model.expectations()}")
+    before = dict(model.files)
     for line in verify.stdout.splitlines():
         model.observe(line)
-    return interrupted
+    if in_flight is None:
+        return None
+    return outcome(in_flight, before.get(in_flight[1]), model.files.get(in_flight[1]))
+
+
+def outcome(in_flight, old, now):
+    """How the operation cut by the kill ended up, for the summary."""
+    kind, _, size, seed = in_flight
+    if now is None:
+        return f"{kind}: absent"
+    if now[1:] == (seed, size):
+        return f"{kind}: new"
+    if now[1] == seed:
+        return f"{kind}: partial"
+    return f"{kind}: old" if old and now[1:] == old[1:] else f"{kind}: ?"
 
 
 def main():
@@ -159,19 +181,23 @@ def main():
     work = tempfile.mkdtemp(prefix="weft-ns-crash-")
     data = os.path.join(work, "data")
     model = Model()
-    interrupted = 0
+    outcomes = {}
     start = time.monotonic()
     try:
         for number in range(1, cycles + 1):
-            interrupted += cycle(child, data, model, rng, work, number)
+            cut = cycle(child, data, model, rng, work, number)
+            if cut:
+                outcomes[cut] = outcomes.get(cut, 0) + 1
         if model.acks < 20:
             raise Failure(f"only {model.acks} commits were acknowledged in {cycles} cycles")
     except (Failure, subprocess.TimeoutExpired) as e:
         print(f"FAILED (WEFT_CRASH_SEED={seed}, store kept in {work}): {e}", file=sys.stderr)
         return 1
-    print(f"{cycles} kill cycles, {model.acks} acknowledged commits, {interrupted} kills "
-          f"during an operation, {len(model.files)} files verified, "
-          f"{time.monotonic() - start:.1f} s (WEFT_CRASH_SEED={seed})")
+    cut = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
+    print(f"{cycles} kill cycles, {model.acks} acknowledged commits, "
+          f"{sum(outcomes.values())} kills during an operation ({cut}), "
+          f"{len(model.files)} files verified, {time.monotonic() - start:.1f} s "
+          f"(WEFT_CRASH_SEED={seed})")
     shutil.rmtree(work)
     return 0
 

@@ -1,0 +1,252 @@
+// The public, coroutine face of the namespace: each call checks its
+// context, is timed and counted, and runs inline (cache-served reads) or on
+// the blocking pool (anything that may wait for the disk); and opening and
+// closing it.
+#include "gateway/ns/impl.hpp"
+#include "gateway/ns/offload.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace weft::ns {
+
+namespace {
+
+template <class T, class F>
+Result<T> observed(Namespace::Impl& im, Op op, const OpContext* ctx, F&& fn) {
+  auto start = std::chrono::steady_clock::now();
+  Result<T> r = [&]() -> Result<T> {
+    if (ctx)
+      if (auto s = im.check_ctx(*ctx); !s) return s.error();
+    if (im.closed.load()) return Errc::unavailable;
+    return fn();
+  }();
+  if (auto s = im.sync_owed(); !s && r) r = s.error();
+  if (auto& m = im.op_metrics[static_cast<std::size_t>(op)]; m.calls) {
+    m.calls->inc();
+    if (!r) m.errors->inc();
+    m.latency->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return r;
+}
+
+}  // namespace
+
+#define WEFT_INLINE(T, op, ctx, ...) co_return observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; })
+// After close() the pool runs nothing: fail before handing it work.
+#define WEFT_BLOCKING(T, op, ctx, ...)                                        \
+  if (impl_->closed.load()) co_return Result<T>(make_error_code(Errc::unavailable)); \
+  co_return co_await offload(impl_->pool, [&]() -> Result<T> { return observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; }); })
+
+Namespace::Namespace(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Namespace::~Namespace() { close(); }
+
+Result<std::unique_ptr<Namespace>> Namespace::open(const Options& options) {
+  auto impl = std::make_unique<Impl>(options);
+  if (auto s = impl->start(); !s) return s.error();
+  return std::unique_ptr<Namespace>(new Namespace(std::move(impl)));
+}
+
+bool Namespace::created() const { return impl_->created; }
+
+void Namespace::close() {
+  if (!impl_ || impl_->closed.exchange(true)) return;
+  Impl& im = *impl_;
+  // Seal what open handles wrote: a stop should not leave unsealed content.
+  std::vector<std::shared_ptr<FileState>> open;
+  {
+    std::lock_guard lock(im.files_mu);
+    for (auto& [ino, fs] : im.open_files) open.push_back(fs);
+  }
+  for (auto& fs : open) {
+    auto locks = im.lock_inodes({fs->ino});
+    std::unique_lock lock(fs->mu);
+    if (fs->working && !fs->removed && (fs->unsealed || fs->unsynced)) {
+      if (auto r = im.persist(*fs, true); !r)
+        spdlog::warn("ns: could not seal inode {} at shutdown: {}", fs->ino, r.error().message());
+    }
+  }
+  im.sync_owed();
+  im.pool.join();
+  {
+    // Staged files never committed: nothing refers to their data.
+    std::lock_guard lock(im.handles_mu);
+    for (auto& [id, h] : im.handles)
+      if (h.file->staged && !h.file->committed && h.file->fid) im.store->remove(h.file->fid);
+    im.handles.clear();
+  }
+  auto txn = im.kv->begin();
+  txn->put(rec::key_meta("clean"), "1");
+  if (auto s = txn->commit(kv::Durability::sync); !s.ok())
+    spdlog::error("ns: could not mark a clean stop: {}", s.message);
+  im.kv->flush();
+}
+
+Result<ExportAccess> Namespace::export_access(const Principal& p, std::string_view name) const {
+  return impl_->export_access(p, name);
+}
+Task<void> Namespace::set_export(const OpContext& ctx, const Export& e) {
+  WEFT_BLOCKING(void, exports, &ctx, return impl_->set_export(ctx, e));
+}
+Task<void> Namespace::remove_export(const OpContext& ctx, std::string_view name) {
+  WEFT_BLOCKING(void, exports, &ctx, return impl_->remove_export(ctx, name));
+}
+Result<std::vector<Export>> Namespace::exports() const {
+  std::shared_lock lock(impl_->id_mu);
+  std::vector<Export> out;
+  for (const auto& [n, e] : impl_->export_specs) out.push_back(e);
+  return out;
+}
+Task<Attr> Namespace::resolve(const OpContext& ctx, std::string_view path) {
+  WEFT_INLINE(Attr, resolve, &ctx, return impl_->resolve(ctx, path));
+}
+Task<Attr> Namespace::lookup(const OpContext& ctx, Ino dir, std::string_view name) {
+  WEFT_INLINE(Attr, lookup, &ctx, return impl_->lookup(ctx, dir, name));
+}
+Task<Attr> Namespace::getattr(const OpContext& ctx, Ino ino) {
+  WEFT_INLINE(Attr, getattr, &ctx, return impl_->getattr(ctx, ino));
+}
+Task<Attr> Namespace::setattr(const OpContext& ctx, Ino ino, const SetAttr& changes) {
+  WEFT_BLOCKING(Attr, setattr, &ctx, return impl_->setattr(ctx, ino, changes));
+}
+Task<DirPage> Namespace::readdir(const OpContext& ctx, Ino dir, std::uint64_t cookie,
+                                 std::size_t max_entries, bool with_attrs) {
+  WEFT_INLINE(DirPage, readdir, &ctx, return impl_->readdir(ctx, dir, cookie, max_entries, with_attrs, false, {}));
+}
+Task<DirPage> Namespace::list(const OpContext& ctx, Ino dir, std::string_view start_after,
+                              std::size_t max_entries, bool with_attrs) {
+  WEFT_INLINE(DirPage, list, &ctx, return impl_->readdir(ctx, dir, 0, max_entries, with_attrs, true, start_after));
+}
+Task<Attr> Namespace::create(const OpContext& ctx, Ino dir, std::string_view name,
+                             std::uint32_t mode, CreateMode how) {
+  WEFT_BLOCKING(Attr, create, &ctx, return impl_->make_node(ctx, dir, name, FileType::regular, mode, {}, how));
+}
+Task<Attr> Namespace::mkdir(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode) {
+  WEFT_BLOCKING(Attr, mkdir, &ctx, return impl_->make_node(ctx, dir, name, FileType::directory, mode, {}, CreateMode::exclusive));
+}
+Task<Attr> Namespace::symlink(const OpContext& ctx, Ino dir, std::string_view name,
+                              std::string_view target) {
+  WEFT_BLOCKING(Attr, symlink, &ctx, return impl_->make_node(ctx, dir, name, FileType::symlink, 0777, target, CreateMode::exclusive));
+}
+Task<std::string> Namespace::readlink(const OpContext& ctx, Ino ino) {
+  WEFT_INLINE(std::string, readlink, &ctx, {
+    auto r = impl_->load_inode(ino);
+    if (!r) return r.error();
+    if (r->attr.type != FileType::symlink) return Errc::invalid;
+    return r->target;
+  });
+}
+Task<Attr> Namespace::link(const OpContext& ctx, Ino ino, Ino dir, std::string_view name) {
+  WEFT_BLOCKING(Attr, link, &ctx, return impl_->link(ctx, ino, dir, name));
+}
+Task<void> Namespace::remove(const OpContext& ctx, Ino dir, std::string_view name) {
+  WEFT_BLOCKING(void, remove, &ctx, return impl_->unlink(ctx, dir, name, false));
+}
+Task<void> Namespace::rmdir(const OpContext& ctx, Ino dir, std::string_view name) {
+  WEFT_BLOCKING(void, rmdir, &ctx, return impl_->unlink(ctx, dir, name, true));
+}
+Task<void> Namespace::rename(const OpContext& ctx, Ino src_dir, std::string_view src_name,
+                             Ino dst_dir, std::string_view dst_name, bool no_replace) {
+  WEFT_BLOCKING(void, rename, &ctx, return impl_->rename(ctx, src_dir, src_name, dst_dir, dst_name, no_replace));
+}
+Task<FsStat> Namespace::statfs(const OpContext& ctx, Ino ino) {
+  WEFT_INLINE(FsStat, statfs, &ctx, return impl_->statfs(ctx, ino));
+}
+Task<Handle> Namespace::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
+  WEFT_BLOCKING(Handle, open, &ctx, return impl_->open(ctx, ino, flags));
+}
+Task<Handle> Namespace::stage(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode) {
+  WEFT_BLOCKING(Handle, stage, &ctx, return impl_->stage(ctx, dir, name, mode));
+}
+Task<std::size_t> Namespace::read(const OpContext& ctx, Handle h, std::uint64_t offset,
+                                  std::span<std::byte> out) {
+  WEFT_INLINE(std::size_t, read, &ctx, return impl_->read(ctx, h, offset, out));
+}
+Task<std::size_t> Namespace::write(const OpContext& ctx, Handle h, std::uint64_t offset,
+                                   std::span<const std::byte> data) {
+  WEFT_INLINE(std::size_t, write, &ctx, return impl_->write(ctx, h, offset, data));
+}
+Task<void> Namespace::flush(const OpContext& ctx, Handle h) {
+  WEFT_BLOCKING(void, flush, &ctx, return impl_->flush(ctx, h));
+}
+Task<Attr> Namespace::commit(const OpContext& ctx, Handle h) {
+  WEFT_BLOCKING(Attr, commit, &ctx, return impl_->commit(ctx, h));
+}
+Task<Attr> Namespace::commit(const OpContext& ctx, Ino ino) {
+  WEFT_BLOCKING(Attr, commit, &ctx, return impl_->commit_ino(ctx, ino));
+}
+Task<void> Namespace::release(const OpContext& ctx, Handle h) {
+  // No context check: a handle must be releasable even after a deadline.
+  WEFT_BLOCKING(void, release, nullptr, return impl_->release(ctx, h));
+}
+Task<std::vector<VersionInfo>> Namespace::versions(const OpContext& ctx, Ino ino) {
+  WEFT_INLINE(std::vector<VersionInfo>, versions, &ctx, return impl_->versions(ctx, ino));
+}
+Task<std::vector<ChunkInfo>> Namespace::chunks(const OpContext& ctx, Ino ino, std::uint64_t version) {
+  WEFT_INLINE(std::vector<ChunkInfo>, chunks, &ctx, return impl_->chunks(ctx, ino, version));
+}
+Task<std::size_t> Namespace::read_version(const OpContext& ctx, Ino ino, std::uint64_t version,
+                                          std::uint64_t offset, std::span<std::byte> out) {
+  WEFT_INLINE(std::size_t, read_version, &ctx, return impl_->read_version(ctx, ino, version, offset, out));
+}
+Task<std::string> Namespace::getxattr(const OpContext& ctx, Ino ino, std::string_view name) {
+  WEFT_INLINE(std::string, getxattr, &ctx, return impl_->getxattr(ctx, ino, name));
+}
+Task<void> Namespace::setxattr(const OpContext& ctx, Ino ino, std::string_view name,
+                               std::string_view value, XattrSet how) {
+  WEFT_BLOCKING(void, setxattr, &ctx, return impl_->setxattr(ctx, ino, name, value, how));
+}
+Task<std::vector<std::string>> Namespace::listxattr(const OpContext& ctx, Ino ino) {
+  WEFT_INLINE(std::vector<std::string>, listxattr, &ctx, return impl_->listxattr(ctx, ino));
+}
+Task<void> Namespace::removexattr(const OpContext& ctx, Ino ino, std::string_view name) {
+  WEFT_BLOCKING(void, removexattr, &ctx, return impl_->removexattr(ctx, ino, name));
+}
+Result<std::vector<Change>> Namespace::changes(std::uint64_t after, std::size_t limit) const {
+  return impl_->changes(after, limit);
+}
+std::uint64_t Namespace::last_change() const {
+  std::lock_guard lock(impl_->seq_mu);
+  return impl_->seq_in_flight.empty() ? impl_->next_seq - 1 : *impl_->seq_in_flight.begin() - 1;
+}
+
+Task<User> Namespace::create_user(const OpContext& ctx, const NewUser& spec) {
+  WEFT_BLOCKING(User, identity, &ctx, return impl_->create_user(ctx, spec));
+}
+Task<void> Namespace::delete_user(const OpContext& ctx, std::string_view name) {
+  WEFT_BLOCKING(void, identity, &ctx, return impl_->delete_user(ctx, name));
+}
+Task<void> Namespace::set_password(const OpContext& ctx, std::string_view name, std::string_view password) {
+  WEFT_BLOCKING(void, identity, &ctx, return impl_->set_password(ctx, name, password));
+}
+Task<S3Key> Namespace::add_s3_key(const OpContext& ctx, std::string_view user) {
+  WEFT_BLOCKING(S3Key, identity, &ctx, return impl_->add_s3_key(ctx, user));
+}
+Task<void> Namespace::remove_s3_key(const OpContext& ctx, std::string_view access_key) {
+  WEFT_BLOCKING(void, identity, &ctx, return impl_->remove_s3_key(ctx, access_key));
+}
+Task<void> Namespace::add_ssh_key(const OpContext& ctx, std::string_view user, std::string_view key) {
+  WEFT_BLOCKING(void, identity, &ctx, return impl_->change_ssh_key(ctx, user, key, true));
+}
+Task<void> Namespace::remove_ssh_key(const OpContext& ctx, std::string_view user, std::string_view key) {
+  WEFT_BLOCKING(void, identity, &ctx, return impl_->change_ssh_key(ctx, user, key, false));
+}
+Task<User> Namespace::set_ids(const OpContext& ctx, std::string_view user, std::uint32_t uid,
+                              std::uint32_t gid) {
+  WEFT_BLOCKING(User, identity, &ctx, return impl_->set_ids(ctx, user, uid, gid));
+}
+Task<Token> Namespace::create_token(const OpContext& ctx, std::string_view user, std::string_view name) {
+  WEFT_BLOCKING(Token, identity, &ctx, return impl_->create_token(ctx, user, name));
+}
+Task<void> Namespace::revoke_token(const OpContext& ctx, std::string_view id) {
+  WEFT_BLOCKING(void, identity, &ctx, return impl_->revoke_token(ctx, id));
+}
+Result<User> Namespace::verify_password(std::string_view name, std::string_view password) const {
+  return impl_->verify_password(name, password);
+}
+
+#undef WEFT_INLINE
+#undef WEFT_BLOCKING
+
+}  // namespace weft::ns
