@@ -72,9 +72,15 @@ class RocksTxn final : public Txn {
   Status scan(std::string_view begin, std::string_view end, std::size_t limit,
               const ScanFn& fn) override {
     // The transaction's iterator merges its own pending writes over the DB.
-    // No iterate_upper_bound here: the bound is checked per key instead, which
-    // is correct for the merged view whatever the engine version does with it.
-    std::unique_ptr<rocksdb::Iterator> it(txn_->GetIterator(rocksdb::ReadOptions()));
+    // The upper bound applies to the DB side, where it matters: without it
+    // the iterator reads on past `end` through every deleted key that sorts
+    // after the range (a tombstone per file in some prefixes), so each scan
+    // would cost as much as the store is large. scan_iterator() checks the
+    // bound per key as well, which covers the pending writes.
+    rocksdb::ReadOptions ro;
+    rocksdb::Slice upper = slice(end);
+    if (!end.empty()) ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(txn_->GetIterator(ro));
     return scan_iterator(it.get(), begin, end, limit, fn);
   }
 

@@ -321,8 +321,8 @@ void Namespace::Impl::record_version(Batch& b, rec::InodeRec& r, FileState& fs, 
     b.txn->put(rec::key_chunk(to_sha(c.digest), ino, v), be_offset_length(c.offset, c.length));
   r.attr.version = v;
   r.fid = fid;
+  if (r.attr.dirty) b.txn->erase(rec::key_unsealed(ino));
   r.attr.dirty = false;
-  b.txn->erase(rec::key_unsealed(ino));
   b.change({.op = "seal", .ino = ino, .version = v});
   b.after_commit.push_back([this] { seals->inc(); });
 }
@@ -339,26 +339,25 @@ void Namespace::Impl::sealed(FileState& fs, Sealed& content) {
 }
 
 Status Namespace::Impl::trim_versions(Batch& b, const rec::InodeRec& r) {
+  // Versions are numbered without gaps and trimmed oldest first, so the
+  // ones to drop are those just below the newest `keep`: point lookups
+  // down to the first that is already gone, no scan.
   Ino ino = r.attr.ino;
-  std::vector<std::pair<std::string, std::string>> all;
-  std::string p = rec::key_version_prefix(ino);
-  kv::Status s = b.txn->scan(p, kv::prefix_end(p), 0, [&](std::string_view k, std::string_view v) {
-    all.emplace_back(k, v);
-    return true;
-  });
-  if (!s.ok()) return Errc::io;
-  std::size_t keep = std::max<std::uint32_t>(opt.retain_versions, 1);
-  for (std::size_t i = 0; i + keep < all.size(); ++i) {
-    const auto& [k, v] = all[i];
-    b.txn->erase(k);
-    auto vr = rec::decode_version(v);
+  std::uint64_t keep = std::max<std::uint32_t>(opt.retain_versions, 1);
+  for (std::uint64_t v = r.attr.version > keep ? r.attr.version - keep : 0; v > 0; --v) {
+    std::string value;
+    kv::Status s = b.txn->get(rec::key_version(ino, v), &value, true);
+    if (s.not_found()) break;
+    if (!s.ok()) return Errc::io;
+    b.txn->erase(rec::key_version(ino, v));
+    auto vr = rec::decode_version(value);
     if (!vr) continue;
     if (!vr->fid)
-      b.txn->erase(rec::key_inline(ino, rec::key_tail64(k)));
+      b.txn->erase(rec::key_inline(ino, v));
     else if (vr->fid != r.fid)
       b.unlink_after.push_back(vr->fid);
     if (auto m = data::decode_manifest(vr->manifest))
-      for (const auto& c : m->chunks) b.txn->erase(rec::key_chunk(to_sha(c.digest), ino, rec::key_tail64(k)));
+      for (const auto& c : m->chunks) b.txn->erase(rec::key_chunk(to_sha(c.digest), ino, v));
   }
   return {};
 }
