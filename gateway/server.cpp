@@ -1,6 +1,7 @@
 #include "gateway/server.hpp"
 
 #include "gateway/atomic_file.hpp"
+#include "gateway/audit/log.hpp"
 #include "gateway/metrics/metrics.hpp"
 #include "gateway/ns/namespace.hpp"
 #include "protocols/registry.hpp"
@@ -97,6 +98,7 @@ struct Server::Impl {
   Config config;
   const protocols::Registry& registry;
   std::unique_ptr<ns::Namespace> ns;
+  std::unique_ptr<audit::Log> audit;
   asio::io_context io;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   asio::signal_set signals;
@@ -209,8 +211,8 @@ struct Server::Impl {
   // Binds every listener first, so that a busy port fails the start before
   // any front end serves; then starts them.
   bool start_front_ends() {
-    services.emplace(protocols::Services{io, *ns, metrics::Registry::global(), config.region,
-                                         fs::path(config.data_dir)});
+    services.emplace(protocols::Services{io, *ns, metrics::Registry::global(), *audit,
+                                         config.region, fs::path(config.data_dir)});
     for (std::string_view protocol : protocols::kProtocols) {
       auto it = config.listeners.find(protocol);
       if (it == config.listeners.end() || !it->second) {
@@ -289,6 +291,7 @@ struct Server::Impl {
     for (auto& t : threads) t.join();
     threads.clear();
     front_ends.clear();
+    if (audit) audit->close();
     if (ns) {
       ns->close();
       spdlog::info("stopped; the namespace is closed");
@@ -314,6 +317,16 @@ struct Server::Impl {
       return 1;
     }
     ns = std::move(*opened);
+    audit::Options audit_options;
+    audit_options.dir = file("audit");
+    auto log = audit::Log::open(audit_options, metrics::Registry::global());
+    if (!log) {
+      spdlog::error("cannot open the audit log in {}: {}", audit_options.dir.string(),
+                    log.error().message());
+      shutdown();
+      return 1;
+    }
+    audit = std::move(*log);
     start_threads();
     bool started = false;
     try {

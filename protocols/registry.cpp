@@ -1,5 +1,8 @@
 #include "protocols/registry.hpp"
 
+#include "protocols/rest/front_end.hpp"
+#include "protocols/s3/front_end.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -31,9 +34,10 @@ std::vector<std::string_view> Registry::available() const {
 }
 
 void register_all(Registry& registry) {
-  // No protocol front end exists yet: each protocol's issue adds its
-  // factory here (registry.add("s3", ...)), and until then every listener
-  // is reported as "not available in this build".
+  // Each protocol's issue adds its factory here; a listener of a protocol
+  // without one is reported as "not available in this build".
+  registry.add("s3", s3::make_front_end);
+  registry.add("rest", rest::make_front_end);
 }
 
 }  // namespace weft::protocols

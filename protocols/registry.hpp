@@ -30,6 +30,9 @@ class Namespace;
 namespace weft::metrics {
 class Registry;
 }
+namespace weft::audit {
+class Log;
+}
 
 namespace weft::protocols {
 
@@ -41,6 +44,8 @@ struct Services {
   boost::asio::io_context& io;
   ns::Namespace& ns;
   metrics::Registry& metrics;
+  // Every namespace access a front end serves is recorded here, once.
+  audit::Log& audit;
   std::string region;
   std::filesystem::path data_dir;
 };

@@ -36,6 +36,12 @@ template <class T>
 using Result = boost::system::result<T>;
 
 struct Header {
+  // Constructors rather than aggregates: g++ 12 miscompiles braced
+  // aggregate temporaries inside coroutines (co_await expressions destroy
+  // them twice; initializer lists of them fail to compile).
+  Header() = default;
+  Header(std::string n, std::string v) : name(std::move(n)), value(std::move(v)) {}
+
   std::string name;  // lower-case in requests; as given in responses
   std::string value;
 };
@@ -55,6 +61,10 @@ struct RequestHead {
 };
 
 struct ResponseHead {
+  ResponseHead() = default;
+  ResponseHead(unsigned s, std::vector<Header> h, std::uint64_t length)
+      : status(s), headers(std::move(h)), content_length(length) {}
+
   unsigned status = 200;
   std::vector<Header> headers;  // Content-Length, Date, Server and Connection are added
   std::uint64_t content_length = 0;
@@ -71,8 +81,6 @@ class Exchange {
   // the limit), invalid_argument (a malformed chunked coding) or another
   // socket error.
   virtual boost::asio::awaitable<Result<std::size_t>> read_body(std::span<std::byte> out) = 0;
-  // True once the whole body has been read.
-  virtual bool body_complete() const = 0;
 
   virtual boost::asio::awaitable<boost::system::error_code> send(const ResponseHead& head,
                                                                  std::string_view body) = 0;

@@ -169,7 +169,6 @@ class ExchangeImpl final : public Exchange {
   }
 
   const RequestHead& request() const override { return head_; }
-  bool body_complete() const override { return body_done_; }
   bool head_sent() const override { return head_sent_; }
   void close_after() override { close_ = true; }
 
@@ -217,7 +216,10 @@ class ExchangeImpl final : public Exchange {
   asio::awaitable<error_code> send_body(std::span<const std::byte> data) override {
     if (broken_) co_return error_code(asio::error::broken_pipe);
     assert(head_sent_);
-    if (data.size() > expected_ - sent_) co_return fail(asio::error::message_size);
+    if (data.size() > expected_ - sent_) {
+      broken_ = true;
+      co_return error_code(asio::error::message_size);
+    }
     co_return co_await write(asio::buffer(data.data(), data.size()), data.size());
   }
 
@@ -469,10 +471,5 @@ void Server::start() {
 }
 
 void Server::stop() { impl_->stop(); }
-
-std::size_t Server::connections() const {
-  std::lock_guard lock(impl_->mu);
-  return impl_->sessions.size();
-}
 
 }  // namespace weft::http

@@ -67,8 +67,6 @@ class Server {
   boost::asio::ip::tcp::endpoint local_endpoint() const;
   void start();
   void stop();
-  // Connections open now (for tests and metrics).
-  std::size_t connections() const;
 
   struct Impl;
 

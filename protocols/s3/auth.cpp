@@ -2,6 +2,7 @@
 
 #include "gateway/ns/namespace.hpp"
 #include "protocols/s3/dates.hpp"
+#include "protocols/s3/sigv2.hpp"
 
 #include <charconv>
 #include <unordered_map>
@@ -84,10 +85,67 @@ Outcome verify(const Request& r, const sigv4::Key& key, std::string_view amz_dat
   return e;
 }
 
+Outcome verify_v2(Request& r, const ns::S3Key& key, std::string_view date_line, std::string_view signature) {
+  std::string to_sign = sigv2::string_to_sign(r.head.method, r.raw_path, r.query, r.head.headers, date_line);
+  if (sigv4::equal_constant_time(sigv2::sign(key.secret_key, to_sign), signature)) return std::nullopt;
+  Error e(Code::SignatureDoesNotMatch);
+  e.extra = {{"AWSAccessKeyId", key.access_key}, {"StringToSign", to_sign},
+             {"SignatureProvided", std::string(signature)}};
+  return e;
+}
+
+// Signature Version 2 in the Authorization header: the payload is not signed.
+Outcome header_auth_v2(Request& r, const ns::Namespace& ns, std::string_view export_name,
+                       std::int64_t now, std::string_view text) {
+  auto auth = sigv2::parse_authorization(text);
+  if (!auth) return Error(Code::InvalidArgument, "The AWS authorization header is malformed");
+  std::optional<std::int64_t> when;
+  std::string_view date_line;
+  if (const std::string* d = r.header("x-amz-date")) {
+    when = parse_http_date(*d);
+    if (!when) when = parse_amz_date(*d);
+  } else if (const std::string* d2 = r.header("date")) {
+    when = parse_http_date(*d2);
+    date_line = *d2;
+  }
+  if (!when) return Error(Code::AccessDenied, "AWS authentication requires a valid Date or x-amz-date header");
+  if (*when > now + kMaxClockSkew || *when < now - kMaxClockSkew) return skewed(*when, now);
+  auto key = ns.s3_key(auth->access_key);
+  if (!key) return Error(Code::InvalidAccessKeyId);
+  r.access_key = key->access_key;
+  if (auto e = verify_v2(r, *key, date_line, auth->signature)) return e;
+  r.payload = PayloadSpec{};
+  return bind_identity(r, ns, *key, export_name);
+}
+
+// Signature Version 2 in the query (presigned URLs of boto3 in us-east-1).
+Outcome query_auth_v2(Request& r, const ns::Namespace& ns, std::string_view export_name, std::int64_t now) {
+  const std::string* access = r.param("AWSAccessKeyId");
+  const std::string* signature = r.param("Signature");
+  const std::string* expires_text = r.param("Expires");
+  if (!access || !signature || !expires_text)
+    return Error(Code::AccessDenied, "Query-string authentication requires the Signature, Expires and "
+                                     "AWSAccessKeyId parameters");
+  std::int64_t expires = 0;
+  auto [end, ec] = std::from_chars(expires_text->data(), expires_text->data() + expires_text->size(), expires);
+  if (ec != std::errc() || end != expires_text->data() + expires_text->size())
+    return Error(Code::AccessDenied, "Expires must be a number of seconds since the epoch");
+  if (now > expires) {
+    Error e(Code::AccessDenied, "Request has expired");
+    e.extra = {{"Expires", iso8601(expires * 1000000000)}, {"ServerTime", iso8601(now * 1000000000)}};
+    return e;
+  }
+  auto key = ns.s3_key(*access);
+  if (!key) return Error(Code::InvalidAccessKeyId);
+  r.access_key = key->access_key;
+  if (auto e = verify_v2(r, *key, *expires_text, *signature)) return e;
+  r.payload = PayloadSpec{};
+  return bind_identity(r, ns, *key, export_name);
+}
+
 Outcome header_auth(Request& r, const ns::Namespace& ns, std::string_view region,
                     std::string_view export_name, std::int64_t now, std::string_view text) {
-  if (text.starts_with("AWS "))
-    return Error(Code::InvalidRequest, "Signature Version 2 is not supported; use AWS4-HMAC-SHA256");
+  if (text.starts_with("AWS ")) return header_auth_v2(r, ns, export_name, now, text);
   auto auth = sigv4::parse_authorization(text);
   if (!auth) return Error(Code::AuthorizationHeaderMalformed);
   std::string date_text;
@@ -202,6 +260,8 @@ Outcome authenticate(Request& r, const ns::Namespace& ns, std::string_view regio
     return header_auth(r, ns, region, export_name, now_seconds, *a);
   if (r.has("X-Amz-Signature") || r.has("X-Amz-Credential") || r.has("X-Amz-Algorithm"))
     return query_auth(r, ns, region, export_name, now_seconds);
+  if (r.has("AWSAccessKeyId") || r.has("Signature"))
+    return query_auth_v2(r, ns, export_name, now_seconds);
   // Anonymous: served only where the export is public-read.
   // The nobody principal, named by no user entry of any export.
   r.ctx.principal = ns::Principal{};

@@ -1,5 +1,6 @@
 // Authentication of S3 requests: SigV4 in the Authorization header, a
-// presigned URL (SigV4 in the query, at most 7 days), or anonymous where the
+// presigned URL (SigV4 in the query, at most 7 days), SigV2 in either place
+// (boto3's default presigned URLs, s3cmd's v2 mode), or anonymous where the
 // export is public-read. Checks the clock skew (15 minutes) and expiry, finds
 // the access key's user in the namespace, and decides how the body must be
 // verified (Request::payload). On success the request carries the caller's

@@ -10,7 +10,7 @@ namespace weft::s3 {
 namespace {
 
 // Indexed by Code; the order must follow the enum.
-constexpr std::array<CodeInfo, 41> kCodes{{
+constexpr std::array<CodeInfo, 42> kCodes{{
     {"AccessDenied", 403, "Access Denied"},
     {"AuthorizationHeaderMalformed", 400, "The authorization header is malformed"},
     {"AuthorizationQueryParametersError", 400,
@@ -37,6 +37,7 @@ constexpr std::array<CodeInfo, 41> kCodes{{
      "uploaded, or the specified entity tag might not have matched the part's entity tag"},
     {"InvalidPartOrder", 400,
      "The list of parts was not in ascending order. Parts must be ordered by part number"},
+    {"InvalidPartNumber", 416, "The requested partnumber is not satisfiable"},
     {"InvalidRange", 416, "The requested range is not satisfiable"},
     {"InvalidRequest", 400, "Invalid Request"},
     {"InvalidTag", 400, "The tag provided was not a valid tag"},

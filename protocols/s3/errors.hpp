@@ -30,6 +30,7 @@ enum class Code {
   InvalidDigest,
   InvalidPart,
   InvalidPartOrder,
+  InvalidPartNumber,
   InvalidRange,
   InvalidRequest,
   InvalidTag,

@@ -57,6 +57,7 @@ std::string ObjectMeta::encode() const {
   for (const auto& s : kStored)
     if (!(this->*s.field).empty()) j[std::string(s.key)] = this->*s.field;
   if (!user.empty()) j["meta"] = user;
+  if (!tags.empty()) j["tags"] = tags;
   return j.dump();
 }
 
@@ -75,6 +76,7 @@ std::optional<ObjectMeta> ObjectMeta::decode(std::string_view text) {
     for (const auto& s : kStored) m.*s.field = j.value(std::string(s.key), std::string());
     if (auto it = j.find("meta"); it != j.end())
       m.user = it->get<std::vector<std::pair<std::string, std::string>>>();
+    if (auto it = j.find("tags"); it != j.end()) m.tags = it->get<Tags>();
   } catch (const json::exception&) {
     // Written by an older or foreign writer: treat it as absent.
     return std::nullopt;
@@ -110,6 +112,12 @@ boost::system::result<ObjectMeta, Error> meta_from_headers(std::span<const http:
       m.user.emplace_back(std::move(name), h.value);
       continue;
     }
+    if (h.name == "x-amz-tagging") {
+      auto tags = parse_tagging_header(h.value);
+      if (!tags) return tags.error();
+      m.tags = std::move(*tags);
+      continue;
+    }
     for (const auto& s : kStored)
       if (h.name == s.header) m.*s.field = h.value;
   }
@@ -138,23 +146,8 @@ void add_object_headers(std::vector<http::Header>& out, const ObjectMeta& m, con
   }
   if (m.content_type.empty()) out.push_back({"Content-Type", "binary/octet-stream"});
   for (const auto& [name, value] : m.user) out.push_back({"x-amz-meta-" + name, value});
-  if (m.current(a)) {
-    if (with_checksum && m.checksum)
-      out.push_back({std::string(checksum_header(m.checksum->first)), m.checksum->second});
-    if (!m.parts.empty()) out.push_back({"x-amz-mp-parts-count", std::to_string(m.part_count())});
-  }
-}
-
-std::string encode_tags(const Tags& tags) { return json(tags).dump(); }
-
-std::optional<Tags> decode_tags(std::string_view text) {
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_array()) return std::nullopt;
-  try {
-    return j.get<Tags>();
-  } catch (const json::exception&) {
-    return std::nullopt;
-  }
+  if (with_checksum && m.checksum && m.current(a))
+    out.push_back({std::string(checksum_header(m.checksum->first)), m.checksum->second});
 }
 
 Outcome check_tags(const Tags& tags) {

@@ -1,7 +1,7 @@
-// S3 object metadata kept with the file as namespace xattrs, so the other
+// S3 object metadata kept with the file as a namespace xattr, so the other
 // protocols carry it along: one xattr "s3.meta" (ETag, Content-* headers,
-// x-amz-meta-*, checksum, multipart part sizes) written once per PUT, and
-// "s3.tagging" for the object's tags.
+// x-amz-meta-*, tags, checksum, multipart part sizes), written once per PUT
+// (one metadata commit).
 //
 // The content fields (ETag, checksum, parts) describe one namespace version;
 // when another protocol has changed the file since, they no longer apply and
@@ -27,10 +27,11 @@
 namespace weft::s3 {
 
 inline constexpr std::string_view kMetaXattr = "s3.meta";
-inline constexpr std::string_view kTagsXattr = "s3.tagging";
 // x-amz-meta-* names and values together, as S3 limits them.
 inline constexpr std::size_t kMaxUserMetadata = 2048;
 inline constexpr std::string_view kEmptyMd5 = "d41d8cd98f00b204e9800998ecf8427e";
+
+using Tags = std::vector<std::pair<std::string, std::string>>;
 
 struct ObjectMeta {
   std::uint64_t version = 0;  // the namespace version the content fields describe
@@ -46,6 +47,7 @@ struct ObjectMeta {
   std::string cache_control;
   std::string expires;
   std::vector<std::pair<std::string, std::string>> user;  // x-amz-meta-NAME (lower case) -> value
+  Tags tags;
 
   std::string encode() const;
   static std::optional<ObjectMeta> decode(std::string_view text);
@@ -57,22 +59,24 @@ struct ObjectMeta {
   std::optional<std::pair<std::uint64_t, std::uint64_t>> part_range(std::uint32_t n) const;
 };
 
-// The Content-* and x-amz-meta-* fields of a request (PUT, copy with
-// REPLACE, create multipart upload). MetadataTooLarge past 2 KiB.
+// The Content-*, x-amz-meta-* and x-amz-tagging fields of a request (PUT,
+// copy with REPLACE, create multipart upload). MetadataTooLarge past 2 KiB.
 boost::system::result<ObjectMeta, Error> meta_from_headers(std::span<const http::Header> headers);
+
+// Whether two attributes of one file describe the same content (a sealed
+// version, or writes in place that move the size or mtime).
+inline bool same_content(const ns::Attr& a, const ns::Attr& b) {
+  return a.version == b.version && a.size == b.size && a.mtime_ns == b.mtime_ns;
+}
 
 // The ETag to show for a file, quoted.
 std::string etag_of(const ObjectMeta& m, const ns::Attr& a);
 
-// ETag, Last-Modified, Content-Type and the other stored headers, the
-// checksum when asked for (x-amz-checksum-mode: ENABLED) and the part count.
+// ETag, Last-Modified, Content-Type and the other stored headers, and the
+// checksum when asked for (x-amz-checksum-mode: ENABLED).
 void add_object_headers(std::vector<http::Header>& out, const ObjectMeta& m, const ns::Attr& a,
                         bool with_checksum);
 
-// Tags, as stored in kTagsXattr.
-using Tags = std::vector<std::pair<std::string, std::string>>;
-std::string encode_tags(const Tags& tags);
-std::optional<Tags> decode_tags(std::string_view text);
 // S3's limits: at most 10 tags, keys 1..128 and values 0..256 bytes, unique keys.
 Outcome check_tags(const Tags& tags);
 // The x-amz-tagging header: "k1=v1&k2=v2", URL-encoded.

@@ -264,7 +264,6 @@ asio::awaitable<PayloadReader::Result<std::string>> PayloadReader::read_all(std:
 }
 
 const std::string& PayloadReader::md5_hex() const { return s_->md5_hex; }
-std::uint64_t PayloadReader::size() const { return s_->total; }
 const std::optional<std::pair<ChecksumAlgo, std::string>>& PayloadReader::checksum() const {
   return s_->result_sum;
 }

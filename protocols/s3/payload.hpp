@@ -38,10 +38,9 @@ class PayloadReader {
   // A whole small body (XML); EntityTooLarge past `limit` bytes.
   boost::asio::awaitable<Result<std::string>> read_all(std::size_t limit);
 
-  // After the end: the MD5 of the payload (hex), its size, and the
-  // x-amz-checksum the request asked for, as (algorithm, base64 value).
+  // After the end: the MD5 of the payload (hex) and the x-amz-checksum the
+  // request asked for, as (algorithm, base64 value).
   const std::string& md5_hex() const;
-  std::uint64_t size() const;
   const std::optional<std::pair<ChecksumAlgo, std::string>>& checksum() const;
 
   struct State;

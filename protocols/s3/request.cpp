@@ -80,9 +80,9 @@ boost::asio::awaitable<void> Request::send_xml(unsigned st, const pugi::xml_docu
   co_await ex.send(http::ResponseHead{st, std::move(headers), body.size()}, body);
 }
 
-boost::asio::awaitable<void> Request::send_empty(unsigned st, std::vector<http::Header> headers) {
+boost::asio::awaitable<void> Request::send_empty(unsigned st, const std::vector<http::Header>& headers) {
   auto all = base_headers();
-  for (auto& h : headers) all.push_back(std::move(h));
+  for (const auto& h : headers) all.push_back(h);
   status = st;
   co_await ex.send(http::ResponseHead{st, std::move(all), 0}, {});
 }

@@ -108,7 +108,7 @@ struct Request {
   // x-amz-request-id and x-amz-id-2, which every response carries.
   std::vector<http::Header> base_headers() const;
   boost::asio::awaitable<void> send_xml(unsigned status, const pugi::xml_document& doc);
-  boost::asio::awaitable<void> send_empty(unsigned status, std::vector<http::Header> headers);
+  boost::asio::awaitable<void> send_empty(unsigned status, const std::vector<http::Header>& headers);
   boost::asio::awaitable<void> send_error(const Error& e);
 };
 

@@ -1,0 +1,56 @@
+// Every REST handler, grouped by the file that holds it; routes.cpp maps
+// methods and paths to them.
+#pragma once
+
+#include "protocols/rest/api.hpp"
+
+namespace weft::rest {
+
+using Reply = boost::asio::awaitable<Outcome>;
+
+// system.cpp: probes, metrics, the OpenAPI document, server info.
+Reply healthz(Service& s, Call& c);
+Reply readyz(Service& s, Call& c);
+Reply prometheus(Service& s, Call& c);
+Reply openapi(Service& s, Call& c);
+Reply server_info(Service& s, Call& c);
+
+// files.cpp: content, metadata, directories, versions.
+Reply file_read(Service& s, Call& c);  // GET and HEAD
+Reply file_write(Service& s, Call& c);
+Reply file_delete(Service& s, Call& c);
+Reply file_stat(Service& s, Call& c);
+Reply dir_list(Service& s, Call& c);
+Reply dir_create(Service& s, Call& c);
+Reply file_rename(Service& s, Call& c);
+Reply file_versions(Service& s, Call& c);
+Reply file_chunks(Service& s, Call& c);
+
+// users.cpp: users and their credentials, API tokens.
+Reply users_list(Service& s, Call& c);
+Reply user_create(Service& s, Call& c);
+Reply user_get(Service& s, Call& c);
+Reply user_delete(Service& s, Call& c);
+Reply user_password(Service& s, Call& c);
+Reply user_ids(Service& s, Call& c);
+Reply s3_key_create(Service& s, Call& c);
+Reply s3_key_delete(Service& s, Call& c);
+Reply ssh_key_add(Service& s, Call& c);
+Reply ssh_key_delete(Service& s, Call& c);
+Reply tokens_list(Service& s, Call& c);
+Reply token_create(Service& s, Call& c);
+Reply token_revoke(Service& s, Call& c);
+
+// exports.cpp: exports and the audit log.
+Reply exports_list(Service& s, Call& c);
+Reply export_set(Service& s, Call& c);
+Reply export_delete(Service& s, Call& c);
+Reply audit_query(Service& s, Call& c);
+
+// jobs.cpp
+Reply jobs_list(Service& s, Call& c);
+Reply job_start(Service& s, Call& c);
+Reply job_get(Service& s, Call& c);
+Reply job_cancel(Service& s, Call& c);
+
+}  // namespace weft::rest

@@ -1,0 +1,373 @@
+#include "protocols/rest/jobs.hpp"
+
+#include "protocols/rest/handlers.hpp"
+#include "protocols/rest/places.hpp"
+
+#include "gateway/audit/time.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/strand.hpp>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+namespace weft::rest {
+
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr std::size_t kListPage = 1000;
+// A verify job reports at most this many mismatches and errors each.
+constexpr std::size_t kMaxReported = 1000;
+
+std::string_view state_name(JobState s) {
+  switch (s) {
+    case JobState::running: return "running";
+    case JobState::succeeded: return "succeeded";
+    case JobState::failed: return "failed";
+    case JobState::cancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+std::string new_job_id() {
+  std::uint8_t bytes[8];
+  RAND_bytes(bytes, sizeof bytes);
+  return "job-" + to_hex(bytes);
+}
+
+// What one verify job found so far.
+struct Findings {
+  std::uint64_t files = 0;
+  std::uint64_t chunks = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t unsealed = 0;  // files without a sealed version: nothing to check
+  std::uint64_t mismatch_count = 0;
+  std::uint64_t error_count = 0;
+  nlohmann::json mismatches = nlohmann::json::array();
+  nlohmann::json errors = nlohmann::json::array();
+
+  void error(const std::string& path, const ApiError& e) {
+    ++error_count;
+    if (errors.size() >= kMaxReported) return;
+    nlohmann::json j;
+    j["path"] = path;
+    j["code"] = e.code;
+    j["message"] = e.message;
+    errors.push_back(std::move(j));
+  }
+
+  nlohmann::json to_json() const {
+    nlohmann::json j;
+    j["ok"] = mismatch_count == 0 && error_count == 0;
+    j["files"] = files;
+    j["chunks"] = chunks;
+    j["bytes"] = bytes;
+    j["unsealed"] = unsealed;
+    j["mismatch_count"] = mismatch_count;
+    j["error_count"] = error_count;
+    j["mismatches"] = mismatches;
+    j["errors"] = errors;
+    return j;
+  }
+};
+
+struct FileItem {
+  std::string path;
+  ns::Ino ino = 0;
+};
+
+// Every regular file under `root` (itself if it is one), counted into the
+// job's totals as it is found.
+asio::awaitable<std::vector<FileItem>> collect(ns::Namespace& ns, const ns::OpContext& ctx, Job& job,
+                                               const std::string& root_path, const ns::Attr& root,
+                                               Findings& found) {
+  std::vector<FileItem> files;
+  auto add = [&](std::string path, const ns::Attr& a) {
+    FileItem item;
+    item.path = std::move(path);
+    item.ino = a.ino;
+    files.push_back(std::move(item));
+    job.items_total.fetch_add(1);
+    job.bytes_total.fetch_add(a.size);
+  };
+  if (root.type == ns::FileType::regular) {
+    add(root_path, root);
+    co_return files;
+  }
+  std::deque<std::pair<std::string, ns::Ino>> dirs;
+  dirs.emplace_back(root_path, root.ino);
+  while (!dirs.empty() && !job.cancelled()) {
+    auto [dir_path, dir] = std::move(dirs.front());
+    dirs.pop_front();
+    std::uint64_t cookie = 0;
+    for (bool eof = false; !eof && !job.cancelled();) {
+      auto page = co_await ns.readdir(ctx, dir, cookie, kListPage, true);
+      if (!page) {
+        found.error(dir_path, from_ns(page.error(), dir_path));
+        break;
+      }
+      for (const auto& e : page->entries) {
+        cookie = e.cookie;
+        std::string path = dir_path + "/" + e.name;
+        if (e.type == ns::FileType::directory) {
+          dirs.emplace_back(std::move(path), e.ino);
+        } else if (e.type == ns::FileType::regular && e.attr) {
+          add(std::move(path), *e.attr);
+        }
+      }
+      eof = page->eof || page->entries.empty();
+    }
+  }
+  co_return files;
+}
+
+// Re-hashes every chunk of the file's current version.
+asio::awaitable<void> verify_file(ns::Namespace& ns, const ns::OpContext& ctx, Job& job,
+                                  const FileItem& file, std::vector<std::byte>& buf, Findings& found) {
+  auto attr = co_await ns.getattr(ctx, file.ino);
+  if (!attr) {
+    found.error(file.path, from_ns(attr.error(), file.path));
+    co_return;
+  }
+  if (attr->version == 0) {
+    ++found.unsealed;
+    co_return;
+  }
+  auto chunks = co_await ns.chunks(ctx, file.ino, attr->version);
+  if (!chunks) {
+    found.error(file.path, from_ns(chunks.error(), file.path));
+    co_return;
+  }
+  for (const auto& ch : *chunks) {
+    if (job.cancelled()) co_return;
+    buf.resize(ch.length);
+    std::size_t got = 0;
+    while (got < ch.length) {
+      auto n = co_await ns.read_version(ctx, file.ino, attr->version, ch.offset + got,
+                                        std::span(buf).subspan(got));
+      if (!n || *n == 0) break;
+      got += *n;
+    }
+    job.bytes_done.fetch_add(ch.length);
+    ++found.chunks;
+    found.bytes += ch.length;
+    ns::Sha256 actual{};
+    SHA256(reinterpret_cast<const unsigned char*>(buf.data()), got, actual.data());
+    if (got == ch.length && actual == ch.sha256) continue;
+    ++found.mismatch_count;
+    if (found.mismatches.size() >= kMaxReported) continue;
+    nlohmann::json m;
+    m["path"] = file.path;
+    m["version"] = attr->version;
+    m["offset"] = ch.offset;
+    m["length"] = ch.length;
+    m["expected"] = to_hex(ch.sha256);
+    m["actual"] = got == ch.length ? to_hex(actual) : "short read (" + std::to_string(got) + " bytes)";
+    found.mismatches.push_back(std::move(m));
+  }
+  ++found.files;
+}
+
+asio::awaitable<void> run_verify(std::shared_ptr<Service> s, std::shared_ptr<Job> job, ns::OpContext ctx,
+                                 std::vector<std::string> path) {
+  ctx.cancelled = job->cancel_flag;
+  Findings found;
+  auto place = co_await locate(s->ns, ctx, path);
+  if (!place) {
+    job->finish(nullptr, place.error());
+    co_return;
+  }
+  auto root = co_await stat_place(s->ns, ctx, *place);
+  if (!root) {
+    job->finish(nullptr, root.error());
+    co_return;
+  }
+  if (root->type == ns::FileType::symlink) {
+    job->finish(nullptr, bad_request(place->display + " is a symbolic link"));
+    co_return;
+  }
+  auto files = co_await collect(s->ns, ctx, *job, place->display, *root, found);
+  std::vector<std::byte> buf;
+  for (const auto& file : files) {
+    if (job->cancelled()) break;
+    co_await verify_file(s->ns, ctx, *job, file, buf, found);
+    job->items_done.fetch_add(1);
+  }
+  job->finish(found.to_json());
+}
+
+}  // namespace
+
+Job::Job(std::string i, std::string t, std::string p, std::string u)
+    : id(std::move(i)),
+      type(std::move(t)),
+      path(std::move(p)),
+      user(std::move(u)),
+      created_ns(audit::now_ns()),
+      started(std::chrono::steady_clock::now()),
+      cancel_flag(std::make_shared<std::atomic<bool>>(false)) {}
+
+bool Job::finished() const {
+  std::lock_guard lock(mu_);
+  return state_ != JobState::running;
+}
+
+void Job::finish(nlohmann::json result, std::optional<ApiError> error) {
+  std::lock_guard lock(mu_);
+  state_ = error ? JobState::failed : cancelled() ? JobState::cancelled : JobState::succeeded;
+  finished_ns_ = audit::now_ns();
+  result_ = std::move(result);
+  error_ = std::move(error);
+}
+
+nlohmann::json Job::to_json() const {
+  const std::uint64_t bytes = bytes_done.load(), bytes_all = bytes_total.load();
+  const std::uint64_t items = items_done.load(), items_all = items_total.load();
+  nlohmann::json progress;
+  progress["bytes_done"] = bytes;
+  progress["bytes_total"] = bytes_all;
+  progress["items_done"] = items;
+  progress["items_total"] = items_all;
+  nlohmann::json j;
+  j["id"] = id;
+  j["type"] = type;
+  j["path"] = path;
+  j["user"] = user;
+  j["created"] = audit::format_time(created_ns);
+  j["progress"] = std::move(progress);
+  j["cancel_requested"] = cancelled();
+  std::lock_guard lock(mu_);
+  j["state"] = state_name(state_);
+  j["finished"] = state_ == JobState::running ? nlohmann::json() : nlohmann::json(audit::format_time(finished_ns_));
+  // ETA from the rate so far: by bytes, or by items when there are no bytes.
+  nlohmann::json eta;
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (state_ == JobState::running) {
+    if (bytes_all > 0 && bytes > 0) {
+      eta = elapsed * static_cast<double>(bytes_all - std::min(bytes, bytes_all)) / static_cast<double>(bytes);
+    } else if (bytes_all == 0 && items_all > 0 && items > 0) {
+      eta = elapsed * static_cast<double>(items_all - std::min(items, items_all)) / static_cast<double>(items);
+    }
+  } else {
+    eta = 0.0;
+  }
+  j["eta_seconds"] = eta;
+  j["result"] = result_;
+  if (error_) {
+    nlohmann::json e;
+    e["code"] = error_->code;
+    e["message"] = error_->message;
+    j["error"] = std::move(e);
+  } else {
+    j["error"] = nullptr;
+  }
+  return j;
+}
+
+std::shared_ptr<Job> Jobs::add(std::string type, std::string path, std::string user) {
+  auto job = std::make_shared<Job>(new_job_id(), std::move(type), std::move(path), std::move(user));
+  std::lock_guard lock(mu_);
+  if (jobs_.size() >= kMaxJobs) {
+    auto done = std::find_if(jobs_.begin(), jobs_.end(), [](const auto& j) { return j->finished(); });
+    if (done != jobs_.end()) jobs_.erase(done);
+  }
+  jobs_.push_back(job);
+  return job;
+}
+
+std::shared_ptr<Job> Jobs::get(std::string_view id) const {
+  std::lock_guard lock(mu_);
+  for (const auto& j : jobs_)
+    if (j->id == id) return j;
+  return nullptr;
+}
+
+std::vector<std::shared_ptr<Job>> Jobs::list() const {
+  std::lock_guard lock(mu_);
+  return jobs_;
+}
+
+void Jobs::cancel_all() {
+  std::lock_guard lock(mu_);
+  for (const auto& j : jobs_) j->cancel();
+}
+
+void start_verify(std::shared_ptr<Service> s, std::shared_ptr<Job> job, ns::OpContext ctx,
+                  std::vector<std::string> path) {
+  // On the blocking pool: hashing and the reads it does must not hold up
+  // the io threads that serve requests.
+  auto strand = asio::make_strand(s->blocking);
+  asio::co_spawn(strand, run_verify(std::move(s), std::move(job), std::move(ctx), std::move(path)),
+                 asio::detached);
+}
+
+// --- Handlers ---------------------------------------------------------------
+
+namespace {
+
+// A job the caller may see: their own, or any for an administrator.
+Expected<std::shared_ptr<Job>> visible_job(Service& s, const Call& c, const std::string& id) {
+  auto job = s.jobs->get(id);
+  if (!job || (!c.is_admin() && job->user != c.user->name)) return not_found("job " + id + " does not exist");
+  return job;
+}
+
+}  // namespace
+
+Reply jobs_list(Service& s, Call& c) {
+  nlohmann::json list = nlohmann::json::array();
+  auto all = s.jobs->list();
+  for (auto it = all.rbegin(); it != all.rend(); ++it)
+    if (c.is_admin() || (*it)->user == c.user->name) list.push_back((*it)->to_json());
+  nlohmann::json out;
+  out["jobs"] = std::move(list);
+  co_await c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+Reply job_start(Service& s, Call& c) {
+  static constexpr FieldSpec kFields[] = {{"type", JsonType::string, true}, {"path", JsonType::string, true}};
+  auto body = co_await c.read_json(kFields);
+  if (!body) co_return body.error();
+  const std::string type = (*body)["type"].get<std::string>();
+  if (type != "verify") co_return bad_request("unknown job type \"" + type + "\" (this build runs: verify)");
+  auto path = split_path((*body)["path"].get<std::string>());
+  if (!path) co_return path.error();
+  c.audit_path = join_path(*path);
+  // The export must exist and be readable now, not only when the job runs.
+  ns::OpContext ctx = c.ctx;
+  auto place = co_await locate(s.ns, ctx, *path);
+  if (!place) co_return place.error();
+  auto job = s.jobs->add(type, place->display, c.user->name);
+  start_verify(s.shared_from_this(), job, c.ctx, std::move(*path));
+  const nlohmann::json out = job->to_json();
+  co_await c.send_json(201, out);
+  co_return std::nullopt;
+}
+
+Reply job_get(Service& s, Call& c) {
+  auto job = visible_job(s, c, c.params[0]);
+  if (!job) co_return job.error();
+  c.audit_path = (*job)->path;
+  const nlohmann::json out = (*job)->to_json();
+  co_await c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+Reply job_cancel(Service& s, Call& c) {
+  auto job = visible_job(s, c, c.params[0]);
+  if (!job) co_return job.error();
+  c.audit_path = (*job)->path;
+  (*job)->cancel();
+  const nlohmann::json out = (*job)->to_json();
+  co_await c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+}  // namespace weft::rest

@@ -1,0 +1,232 @@
+// Reading objects: GetObject (ranges, part numbers, conditional headers,
+// response-* overrides), HeadObject and GetObjectTagging. Content streams
+// from the namespace in blocks; nothing holds a whole large object.
+#include "protocols/s3/conditions.hpp"
+#include "protocols/s3/dates.hpp"
+#include "protocols/s3/handlers.hpp"
+#include "protocols/s3/store.hpp"
+#include "protocols/s3/xml.hpp"
+
+#include <charconv>
+
+namespace weft::s3 {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// Objects up to this size go out in one write, head and body together.
+constexpr std::size_t kSmallObject = 64 * 1024;
+constexpr std::size_t kBlock = 1 << 20;
+
+constexpr std::pair<std::string_view, std::string_view> kOverrides[] = {
+    {"response-content-type", "Content-Type"},
+    {"response-content-language", "Content-Language"},
+    {"response-expires", "Expires"},
+    {"response-cache-control", "Cache-Control"},
+    {"response-content-disposition", "Content-Disposition"},
+    {"response-content-encoding", "Content-Encoding"},
+};
+
+void apply_overrides(const Request& r, std::vector<http::Header>& headers) {
+  for (const auto& [param, header] : kOverrides) {
+    const std::string* v = r.param(param);
+    if (!v) continue;
+    std::erase_if(headers, [&](const http::Header& h) { return h.name == header; });
+    headers.push_back({std::string(header), *v});
+  }
+}
+
+struct Target {
+  ns::Attr attr;
+  ObjectMeta meta;
+  bool marker = false;
+};
+
+asio::awaitable<Found<Target>> find_target(Service& s, Request& r) {
+  auto key = key_path(r.key);
+  if (!key) co_return key.error();
+  auto bucket = co_await find_bucket(s.ns, r.ctx, r.bucket);
+  if (!bucket) co_return bucket.error();
+  auto attr = co_await find_object(s.ns, r.ctx, bucket->ino, *key);
+  if (!attr) co_return attr.error();
+  Target t{*attr, {}, key->marker()};
+  if (t.marker) {
+    // A folder marker: an empty object.
+    t.meta.content_type = "application/x-directory";
+    t.meta.etag = std::string(kEmptyMd5);
+    t.meta.version = attr->version;
+    t.attr.size = 0;
+    co_return t;
+  }
+  auto meta = co_await load_meta(s.ns, r.ctx, attr->ino);
+  if (!meta) co_return meta.error();
+  t.meta = std::move(*meta);
+  co_return t;
+}
+
+struct Plan {
+  std::vector<http::Header> headers;
+  unsigned status = 200;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+};
+
+// Conditions, range or part, and the response headers of a GET or HEAD.
+Found<Plan> plan(const Request& r, const Target& t) {
+  const std::string etag = etag_of(t.meta, t.attr);
+  Plan p;
+  if (auto e = check_conditions(r, etag, t.attr.mtime_ns / 1000000000)) {
+    e->headers = {{"ETag", etag}, {"Last-Modified", http_date(t.attr.mtime_ns)}};
+    return *e;
+  }
+  const std::uint64_t size = t.attr.size;
+  p.length = size;
+  const std::string* part = r.param("partNumber");
+  const std::string* range = r.header("range");
+  bool whole = true;
+  if (part) {
+    std::uint32_t n = 0;
+    auto [end, ec] = std::from_chars(part->data(), part->data() + part->size(), n);
+    if (ec != std::errc() || end != part->data() + part->size() || n < 1 || n > 10000)
+      return Error(Code::InvalidArgument, "Part number must be an integer between 1 and 10000");
+    if (range) return Error(Code::InvalidRequest, "Cannot specify both Range header and partNumber");
+    bool multipart = t.meta.current(t.attr) && !t.meta.parts.empty();
+    if (multipart) {
+      auto pr = t.meta.part_range(n);
+      if (!pr) return Code::InvalidPartNumber;
+      p.offset = pr->first;
+      p.length = pr->second;
+      whole = false;
+      p.headers.push_back({"x-amz-mp-parts-count", std::to_string(t.meta.part_count())});
+    } else if (n != 1) {
+      return Code::InvalidPartNumber;
+    }
+  } else if (range) {
+    auto br = parse_range(*range, size);
+    if (!br) {
+      Error e(Code::InvalidRange);
+      e.headers = {{"Content-Range", "bytes */" + std::to_string(size)}};
+      e.extra = {{"RangeRequested", *range}, {"ActualObjectSize", std::to_string(size)}};
+      return e;
+    }
+    if (*br) {
+      p.offset = (*br)->first;
+      p.length = (*br)->second;
+      whole = false;
+    }
+  }
+  if (!whole) {
+    p.status = 206;
+    p.headers.push_back({"Content-Range", "bytes " + std::to_string(p.offset) + "-" +
+                                              std::to_string(p.offset + p.length - 1) + "/" +
+                                              std::to_string(size)});
+  }
+  const std::string* mode = r.header("x-amz-checksum-mode");
+  add_object_headers(p.headers, t.meta, t.attr, whole && mode && *mode == "ENABLED");
+  if (!t.meta.tags.empty()) p.headers.push_back({"x-amz-tagging-count", std::to_string(t.meta.tags.size())});
+  apply_overrides(r, p.headers);
+  return p;
+}
+
+// Streams [offset, offset + length) of the file. The namespace lets a
+// handle see a version that replaced the file while it was open, so the
+// version is checked after every block: a GET never mixes two versions, it
+// ends short instead (the connection closes and the client retries).
+asio::awaitable<Outcome> stream(Service& s, Request& r, const Target& t, const Plan& p) {
+  auto headers = r.base_headers();
+  for (const auto& hd : p.headers) headers.push_back(hd);
+  if (p.length <= kSmallObject && t.attr.version != 0 && !t.attr.dirty) {
+    // A small sealed object: one read of exactly that version, no handle
+    // (opening one costs a trip to the namespace's blocking pool).
+    std::string body(p.length, '\0');
+    auto n = co_await s.ns.read_version(r.ctx, t.attr.ino, t.attr.version, p.offset,
+                                        std::as_writable_bytes(std::span(body.data(), body.size())));
+    if (n) {
+      body.resize(*n);
+      r.status = p.status;
+      r.bytes_out += body.size();
+      co_await r.ex.send(http::ResponseHead{p.status, std::move(headers), body.size()}, body);
+      co_return std::nullopt;
+    }
+    // Newer versions replaced this one since the lookup: read what is there now.
+    if (n.error() != ns::make_error_code(ns::Errc::not_found)) co_return from_ns(n.error(), Subject::key);
+  }
+  auto h = co_await s.ns.open(r.ctx, t.attr.ino, ns::OpenFlags{});
+  if (!h) co_return from_ns(h.error(), Subject::key);
+  if (p.length <= kSmallObject) {
+    // Small but not sealed (written in place through another protocol).
+    std::string body(p.length, '\0');
+    auto n = co_await s.ns.read(r.ctx, *h, p.offset, std::as_writable_bytes(std::span(body.data(), body.size())));
+    co_await s.ns.release(r.ctx, *h);
+    if (!n) co_return from_ns(n.error(), Subject::key);
+    body.resize(*n);  // shorter only if the file shrank: the response says so
+    r.status = p.status;
+    r.bytes_out += body.size();
+    co_await r.ex.send(http::ResponseHead{p.status, std::move(headers), body.size()}, body);
+    co_return std::nullopt;
+  }
+  r.status = p.status;
+  if (co_await r.ex.send_head(http::ResponseHead{p.status, std::move(headers), p.length})) {
+    co_await s.ns.release(r.ctx, *h);
+    co_return std::nullopt;
+  }
+  auto buf = std::make_unique_for_overwrite<std::byte[]>(kBlock);
+  std::uint64_t offset = p.offset, left = p.length;
+  while (left > 0) {
+    std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, kBlock));
+    auto n = co_await s.ns.read(r.ctx, *h, offset, std::span<std::byte>(buf.get(), want));
+    if (!n || *n == 0) break;
+    auto now = co_await s.ns.getattr(r.ctx, t.attr.ino);
+    if (!now || !same_content(*now, t.attr)) break;
+    if (co_await r.ex.send_body(std::span<const std::byte>(buf.get(), *n))) break;
+    r.bytes_out += *n;
+    offset += *n;
+    left -= *n;
+  }
+  co_await s.ns.release(r.ctx, *h);
+  co_return std::nullopt;
+}
+
+}  // namespace
+
+asio::awaitable<Outcome> get_object(Service& s, Request& r) {
+  auto t = co_await find_target(s, r);
+  if (!t) co_return t.error();
+  auto p = plan(r, *t);
+  if (!p) co_return p.error();
+  if (t->marker) {
+    auto headers = std::move(p->headers);
+    co_await r.send_empty(200, std::move(headers));
+    co_return std::nullopt;
+  }
+  co_return co_await stream(s, r, *t, *p);
+}
+
+asio::awaitable<Outcome> head_object(Service& s, Request& r) {
+  auto t = co_await find_target(s, r);
+  if (!t) co_return t.error();
+  auto p = plan(r, *t);
+  if (!p) co_return p.error();
+  auto headers = r.base_headers();
+  for (auto& h : p->headers) headers.push_back(std::move(h));
+  r.status = p->status;
+  co_await r.ex.send_head(http::ResponseHead{p->status, std::move(headers), p->length});
+  co_return std::nullopt;
+}
+
+asio::awaitable<Outcome> get_object_tagging(Service& s, Request& r) {
+  auto t = co_await find_target(s, r);
+  if (!t) co_return t.error();
+  pugi::xml_document doc;
+  auto set = xml::start(doc, "Tagging").append_child("TagSet");
+  for (const auto& [k, v] : t->meta.tags) {
+    auto tag = set.append_child("Tag");
+    xml::add(tag, "Key", k);
+    xml::add(tag, "Value", v);
+  }
+  co_await r.send_xml(200, doc);
+  co_return std::nullopt;
+}
+
+}  // namespace weft::s3

@@ -1,0 +1,129 @@
+#include "protocols/s3/store.hpp"
+
+#include <memory>
+
+namespace weft::s3 {
+
+namespace asio = boost::asio;
+using ns::Errc;
+
+namespace {
+
+// Large enough that the namespace sees few writes, small enough that a
+// thousand concurrent uploads stay within memory.
+constexpr std::size_t kBlock = 1 << 20;
+
+bool is(const std::error_code& ec, Errc e) { return ec == ns::make_error_code(e); }
+
+}  // namespace
+
+asio::awaitable<Found<ObjectMeta>> load_meta(ns::Namespace& ns, const ns::OpContext& ctx,
+                                             ns::Ino ino) {
+  auto text = co_await ns.getxattr(ctx, ino, kMetaXattr);
+  if (!text) {
+    if (is(text.error(), Errc::no_attr)) co_return ObjectMeta{};
+    co_return from_ns(text.error(), Subject::key);
+  }
+  auto m = ObjectMeta::decode(*text);
+  co_return m ? std::move(*m) : ObjectMeta{};
+}
+
+asio::awaitable<Found<ns::Attr>> write_object(Service& s, Request& r, const NewObject& obj,
+                                              ByteSource& source) {
+  ns::Namespace& ns = s.ns;
+  const ns::OpContext& ctx = r.ctx;
+  std::optional<ns::Handle> h;
+  // A directory on the way may be pruned by a concurrent DELETE between
+  // creating it and staging in it: walk again.
+  for (int attempt = 0; attempt < 3 && !h; ++attempt) {
+    auto dir = co_await key_dir(ns, ctx, obj.bucket, *obj.key, true);
+    if (!dir) co_return dir.error();
+    // Refuse before the body is read when the key names a directory.
+    auto existing = co_await ns.lookup(ctx, dir->ino, obj.key->leaf);
+    if (existing && existing->type == ns::FileType::directory)
+      co_return from_ns(ns::make_error_code(Errc::is_dir), Subject::key);
+    auto staged = co_await ns.stage(ctx, dir->ino, obj.key->leaf, 0644);
+    if (staged) {
+      h = *staged;
+    } else if (!is(staged.error(), Errc::not_found) && !is(staged.error(), Errc::stale)) {
+      co_return from_ns(staged.error(), Subject::key);
+    }
+  }
+  if (!h) co_return Error(Code::OperationAborted, "The key's directory kept disappearing");
+
+  auto fail = [&](Error e) -> asio::awaitable<Found<ns::Attr>> {
+    co_await ns.release(ctx, *h);  // discards the staged file
+    co_return e;
+  };
+  auto buf = std::make_unique_for_overwrite<std::byte[]>(kBlock);
+  std::uint64_t offset = 0;
+  for (bool end = false; !end;) {
+    std::size_t fill = 0;
+    while (fill < kBlock) {
+      auto n = co_await source.read(std::span<std::byte>(buf.get() + fill, kBlock - fill));
+      if (!n) co_return co_await fail(n.error());
+      if (*n == 0) {
+        end = true;
+        break;
+      }
+      fill += *n;
+    }
+    if (fill == 0) break;
+    auto w = co_await ns.write(ctx, *h, offset, std::span<const std::byte>(buf.get(), fill));
+    if (!w) co_return co_await fail(from_ns(w.error(), Subject::key));
+    offset += fill;
+  }
+  auto attr = co_await ns.commit(ctx, *h);
+  if (!attr) co_return co_await fail(from_ns(attr.error(), Subject::key));
+  co_await ns.release(ctx, *h);
+  ObjectMeta meta = obj.meta();
+  meta.version = attr->version;
+  if (auto x = co_await ns.setxattr(ctx, attr->ino, kMetaXattr, meta.encode()); !x)
+    co_return from_ns(x.error(), Subject::key);
+  co_return *attr;
+}
+
+Found<SourceRef> parse_copy_source(const std::string& header) {
+  std::string_view text = header;
+  std::size_t q = text.find('?');
+  if (q != std::string_view::npos) {
+    std::string_view query = text.substr(q + 1);
+    text = text.substr(0, q);
+    auto params = sigv4::parse_query(query);
+    if (!params) return Error(Code::InvalidArgument, "x-amz-copy-source is malformed");
+    for (const auto& p : *params)
+      if (p.name == "versionId")
+        if (p.value != "null") return Error(Code::NoSuchVersion);
+  }
+  auto decoded = sigv4::uri_decode(text, false);
+  if (!decoded) return Error(Code::InvalidArgument, "x-amz-copy-source is malformed");
+  std::string_view path = *decoded;
+  if (path.starts_with('/')) path.remove_prefix(1);
+  std::size_t slash = path.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == path.size())
+    return Error(Code::InvalidArgument, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
+  return SourceRef{std::string(path.substr(0, slash)), std::string(path.substr(slash + 1))};
+}
+
+asio::awaitable<Found<std::size_t>> PayloadSource::read(std::span<std::byte> out) {
+  co_return co_await body_.read(out);
+}
+
+asio::awaitable<Found<std::size_t>> FileSource::read(std::span<std::byte> out) {
+  if (left_ == 0) {
+    auto now = co_await ns_.getattr(ctx_, source_.ino);
+    if (!now || !same_content(*now, source_))
+      co_return Error(Code::OperationAborted, "The source object changed while it was copied");
+    co_return std::size_t{0};
+  }
+  std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), left_));
+  auto n = co_await ns_.read(ctx_, h_, offset_, out.first(want));
+  if (!n) co_return from_ns(n.error(), Subject::key);
+  if (*n == 0) co_return Error(Code::InternalError, "The source object shrank while it was copied");
+  md5_.update(as_bytes(std::span<const std::byte>(out.data(), *n)));
+  offset_ += *n;
+  left_ -= *n;
+  co_return *n;
+}
+
+}  // namespace weft::s3
