@@ -154,6 +154,9 @@ Task<FsStat> Namespace::statfs(const OpContext& ctx, Ino ino) {
   WEFT_INLINE(FsStat, statfs, &ctx, return impl_->statfs(ctx, ino));
 }
 Task<Handle> Namespace::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
+  // Opening for reading only attaches to state in memory: no need to leave
+  // the caller's thread. Opening for writing may create a data file.
+  if (!flags.write) WEFT_INLINE(Handle, open, &ctx, return impl_->open(ctx, ino, flags));
   WEFT_BLOCKING(Handle, open, &ctx, return impl_->open(ctx, ino, flags));
 }
 Task<Handle> Namespace::stage(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode) {
@@ -170,14 +173,18 @@ Task<std::size_t> Namespace::write(const OpContext& ctx, Handle h, std::uint64_t
 Task<void> Namespace::flush(const OpContext& ctx, Handle h) {
   WEFT_BLOCKING(void, flush, &ctx, return impl_->flush(ctx, h));
 }
-Task<Attr> Namespace::commit(const OpContext& ctx, Handle h) {
-  WEFT_BLOCKING(Attr, commit, &ctx, return impl_->commit(ctx, h));
+Task<Attr> Namespace::commit(const OpContext& ctx, Handle h, const Xattrs& xattrs) {
+  WEFT_BLOCKING(Attr, commit, &ctx, return impl_->commit(ctx, h, xattrs));
 }
 Task<Attr> Namespace::commit(const OpContext& ctx, Ino ino) {
   WEFT_BLOCKING(Attr, commit, &ctx, return impl_->commit_ino(ctx, ino));
 }
 Task<void> Namespace::release(const OpContext& ctx, Handle h) {
   // No context check: a handle must be releasable even after a deadline.
+  // A reader's release touches memory only; a writer's may seal the file.
+  auto hr = impl_->handle(h);
+  if (hr && !hr->flags.write && !hr->file->staged)
+    WEFT_INLINE(void, release, nullptr, return impl_->release(ctx, h));
   WEFT_BLOCKING(void, release, nullptr, return impl_->release(ctx, h));
 }
 Task<std::vector<VersionInfo>> Namespace::versions(const OpContext& ctx, Ino ino) {

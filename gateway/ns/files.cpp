@@ -111,7 +111,27 @@ Result<Handle> Namespace::Impl::open(const OpContext& ctx, Ino ino, OpenFlags fl
     if (auto s = may_write_export(ctx); !s) return s.error();
     if (auto s = may(ctx, r->attr, 2); !s) return s.error();
   }
+  if (flags.snapshot && flags.write) return Errc::invalid;
   auto fs = file_state(*r);
+  std::shared_ptr<Snapshot> snap;
+  if (flags.snapshot) {
+    std::shared_lock lock(fs->mu);
+    if (!fs->working) {
+      snap = std::make_shared<Snapshot>();
+      snap->size = fs->size;
+      if (fs->fd >= 0) {
+        snap->fd = ::dup(fs->fd);
+        if (snap->fd < 0) {
+          int e = errno;
+          lock.unlock();
+          detach(fs);
+          return from_errno(e);
+        }
+      } else {
+        snap->inline_data = fs->inline_data;
+      }
+    }
+  }
   if (flags.write) {
     std::unique_lock lock(fs->mu);
     fs->writers++;
@@ -126,8 +146,12 @@ Result<Handle> Namespace::Impl::open(const OpContext& ctx, Ino ino, OpenFlags fl
   }
   std::lock_guard lock(handles_mu);
   Handle h{next_handle++};
-  handles.emplace(h.id, HandleRec{fs, flags});
+  handles.emplace(h.id, HandleRec{fs, flags, std::move(snap)});
   return h;
+}
+
+Snapshot::~Snapshot() {
+  if (fd >= 0) ::close(fd);
 }
 
 Result<Handle> Namespace::Impl::stage(const OpContext& ctx, Ino dir, std::string_view name,
@@ -163,6 +187,19 @@ Result<std::size_t> Namespace::Impl::read(const OpContext&, Handle h, std::uint6
   auto hr = handle(h);
   if (!hr) return hr.error();
   if (!hr->flags.read) return Errc::bad_handle;
+  if (const Snapshot* snap = hr->snapshot.get()) {
+    if (off >= snap->size) return std::size_t{0};
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), snap->size - off));
+    if (snap->fd < 0) {
+      std::size_t have = off < snap->inline_data.size() ? std::min(n, snap->inline_data.size() - off) : 0;
+      std::memcpy(out.data(), snap->inline_data.data() + off, have);
+      std::memset(out.data() + have, 0, n - have);
+    } else if (auto s = read_fully(snap->fd, off, out.first(n)); !s) {
+      return s.error();
+    }
+    bytes_read->inc(n);
+    return n;
+  }
   FileState& fs = *hr->file;
   std::shared_lock lock(fs.mu);
   if (off >= fs.size) return std::size_t{0};
@@ -362,7 +399,7 @@ Status Namespace::Impl::trim_versions(Batch& b, const rec::InodeRec& r) {
   return {};
 }
 
-Result<Attr> Namespace::Impl::persist(FileState& fs, bool seal) {
+Result<Attr> Namespace::Impl::persist(FileState& fs, bool seal, const Xattrs* xattrs) {
   if (fs.removed) return Errc::stale;
   bool sealing = seal && fs.working;
   Sealed content;
@@ -377,7 +414,16 @@ Result<Attr> Namespace::Impl::persist(FileState& fs, bool seal) {
   auto r = transact<rec::InodeRec>([&](Batch& b) -> Result<rec::InodeRec> {
     auto r = txn_inode(*b.txn, fs.ino);
     if (!r) return r.error();
-    if (!fs.working) return *r;
+    if (!fs.working) {
+      if (!xattrs || xattrs->empty()) return *r;
+      put_xattrs(b, fs.ino, xattrs);
+      r->attr.ctime_ns = now_ns();
+      r->attr.change++;
+      b.put_inode(*r);
+      b.after_commit.push_back([this, c = *r] { inodes.put(c.attr.ino, c); });
+      return *r;
+    }
+    put_xattrs(b, fs.ino, xattrs);
     std::uint64_t old_fid = r->fid;
     bool old_is_version = !r->attr.dirty;
     r->attr.size = fs.size;
@@ -425,15 +471,17 @@ Status Namespace::Impl::flush(const OpContext&, Handle h) {
   return {};
 }
 
-Result<Attr> Namespace::Impl::commit(const OpContext& ctx, Handle h) {
+Result<Attr> Namespace::Impl::commit(const OpContext& ctx, Handle h, const Xattrs& xattrs) {
   auto hr = handle(h);
   if (!hr) return hr.error();
+  if (auto s = check_xattrs(xattrs); !s) return s.error();
   FileState& fs = *hr->file;
-  if (fs.staged) return commit_staged(ctx, fs);
+  if (fs.staged) return commit_staged(ctx, fs, xattrs);
+  if (!xattrs.empty() && !hr->flags.write) return Errc::bad_handle;
   auto locks = lock_inodes({fs.ino});
   std::unique_lock lock(fs.mu);
   int others = fs.writers - (hr->flags.write ? 1 : 0);
-  return persist(fs, others == 0);
+  return persist(fs, others == 0, &xattrs);
 }
 
 Result<Attr> Namespace::Impl::commit_ino(const OpContext& ctx, Ino ino) {
@@ -451,7 +499,7 @@ Result<Attr> Namespace::Impl::commit_ino(const OpContext& ctx, Ino ino) {
   return out;
 }
 
-Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs) {
+Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs, const Xattrs& xattrs) {
   Ino dir = fs.stage_dir;
   const std::string& name = fs.stage_name;
   Sealed content;
@@ -508,6 +556,7 @@ Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs)
       node.attr.change++;
       record_version(b, node, fs, content);
       if (auto s = trim_versions(b, node); !s) return s.error();
+      put_xattrs(b, node.attr.ino, &xattrs);
       b.put_inode(node);
       b.after_commit.push_back([this, node] { inodes.put(node.attr.ino, node); });
       return std::optional<rec::InodeRec>(node);
@@ -558,10 +607,13 @@ Status Namespace::Impl::release(const OpContext&, Handle h) {
   }
   Status out;
   {
-    auto locks = lock_inodes({fs.ino});
+    // Only a writer's release may seal, and only sealing needs the stripe:
+    // a reader's release never waits behind a metadata change.
+    std::vector<std::unique_lock<std::mutex>> locks;
+    if (hr.flags.write) locks = lock_inodes({fs.ino});
     std::unique_lock lock(fs.mu);
     if (hr.flags.write) fs.writers--;
-    if (fs.writers == 0 && fs.working && fs.unsealed && !fs.removed) {
+    if (hr.flags.write && fs.writers == 0 && fs.working && fs.unsealed && !fs.removed) {
       if (auto r = persist(fs, true); !r) out = r.error();
     }
     bool last = fs.handles == 1;

@@ -97,9 +97,20 @@ struct FileState {
   ~FileState();
 };
 
+// What a snapshot handle reads: the data file of the version it pinned
+// (its own descriptor, valid even after the file is replaced or removed),
+// or that version's inline content.
+struct Snapshot {
+  int fd = -1;
+  std::string inline_data;
+  std::uint64_t size = 0;
+  ~Snapshot();
+};
+
 struct HandleRec {
   std::shared_ptr<FileState> file;
   OpenFlags flags;
+  std::shared_ptr<const Snapshot> snapshot;
 };
 
 // One metadata transaction and what to do once it has committed.
@@ -241,12 +252,14 @@ struct Namespace::Impl {
   Status spill(FileState& fs);
   Status truncate_locked(FileState& fs, std::uint64_t size);
   Status flush(const OpContext& ctx, Handle h);
-  Result<Attr> commit(const OpContext& ctx, Handle h);
+  Result<Attr> commit(const OpContext& ctx, Handle h, const Xattrs& xattrs);
   Result<Attr> commit_ino(const OpContext& ctx, Ino ino);
   Status release(const OpContext& ctx, Handle h);
   // With the inode's stripe held: make the content durable, and seal it if asked.
-  Result<Attr> persist(FileState& fs, bool seal);
-  Result<Attr> commit_staged(const OpContext& ctx, FileState& fs);
+  Result<Attr> persist(FileState& fs, bool seal, const Xattrs* xattrs = nullptr);
+  Result<Attr> commit_staged(const OpContext& ctx, FileState& fs, const Xattrs& xattrs);
+  static Status check_xattrs(const Xattrs& xattrs);
+  static void put_xattrs(Batch& b, Ino ino, const Xattrs* xattrs);
   // A sealed version's content: small ones go into the metadata store
   // (one synchronous commit makes them durable), larger ones stay in their
   // data file, which is fsynced first.

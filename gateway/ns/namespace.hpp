@@ -110,8 +110,9 @@ class Namespace {
   // Makes the data written so far durable.
   Task<void> flush(const OpContext& ctx, Handle h);
   // Durable, and sealed into a new version unless another handle still
-  // writes the file (then it is sealed by the last release).
-  Task<Attr> commit(const OpContext& ctx, Handle h);
+  // writes the file (then it is sealed by the last release). `xattrs` are
+  // set in the same transaction (S3 metadata arrives with its object).
+  Task<Attr> commit(const OpContext& ctx, Handle h, const Xattrs& xattrs = {});
   // NFS COMMIT: the same for a file by inode, whoever wrote it.
   Task<Attr> commit(const OpContext& ctx, Ino ino);
   // Closes the handle; the last writer's release seals the file. A staged

@@ -109,7 +109,13 @@ struct OpenFlags {
   bool write = false;
   bool truncate = false;  // only with write
   bool append = false;    // writes go to the end of the file
+  // Read-only: reads see the sealed version that was current at open, even
+  // if the file is replaced or removed meanwhile (an S3 GET's view). Content
+  // with unsealed writes cannot be pinned and reads live.
+  bool snapshot = false;
 };
+
+using Xattrs = std::vector<std::pair<std::string, std::string>>;
 
 struct Handle {
   std::uint64_t id = 0;
