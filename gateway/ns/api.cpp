@@ -173,7 +173,7 @@ Task<std::size_t> Namespace::write(const OpContext& ctx, Handle h, std::uint64_t
 Task<void> Namespace::flush(const OpContext& ctx, Handle h) {
   WEFT_BLOCKING(void, flush, &ctx, return impl_->flush(ctx, h));
 }
-Task<Attr> Namespace::commit(const OpContext& ctx, Handle h, const Xattrs& xattrs) {
+Task<Attr> Namespace::commit(const OpContext& ctx, Handle h, XattrsFor xattrs) {
   WEFT_BLOCKING(Attr, commit, &ctx, return impl_->commit(ctx, h, xattrs));
 }
 Task<Attr> Namespace::commit(const OpContext& ctx, Ino ino) {

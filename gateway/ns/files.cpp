@@ -399,7 +399,7 @@ Status Namespace::Impl::trim_versions(Batch& b, const rec::InodeRec& r) {
   return {};
 }
 
-Result<Attr> Namespace::Impl::persist(FileState& fs, bool seal, const Xattrs* xattrs) {
+Result<Attr> Namespace::Impl::persist(FileState& fs, bool seal, const XattrsFor* xattrs) {
   if (fs.removed) return Errc::stale;
   bool sealing = seal && fs.working;
   Sealed content;
@@ -415,15 +415,14 @@ Result<Attr> Namespace::Impl::persist(FileState& fs, bool seal, const Xattrs* xa
     auto r = txn_inode(*b.txn, fs.ino);
     if (!r) return r.error();
     if (!fs.working) {
-      if (!xattrs || xattrs->empty()) return *r;
-      put_xattrs(b, fs.ino, xattrs);
+      if (!xattrs || !*xattrs) return *r;
       r->attr.ctime_ns = now_ns();
       r->attr.change++;
+      if (auto s = put_xattrs(b, *r, xattrs); !s) return s.error();
       b.put_inode(*r);
       b.after_commit.push_back([this, c = *r] { inodes.put(c.attr.ino, c); });
       return *r;
     }
-    put_xattrs(b, fs.ino, xattrs);
     std::uint64_t old_fid = r->fid;
     bool old_is_version = !r->attr.dirty;
     r->attr.size = fs.size;
@@ -441,6 +440,7 @@ Result<Attr> Namespace::Impl::persist(FileState& fs, bool seal, const Xattrs* xa
     }
     // A durable working file that this one replaces is garbage now.
     if (old_fid && old_fid != fs.fid && !old_is_version) b.unlink_after.push_back(old_fid);
+    if (auto s = put_xattrs(b, *r, xattrs); !s) return s.error();
     b.put_inode(*r);
     b.after_commit.push_back([this, c = *r] { inodes.put(c.attr.ino, c); });
     return *r;
@@ -471,13 +471,12 @@ Status Namespace::Impl::flush(const OpContext&, Handle h) {
   return {};
 }
 
-Result<Attr> Namespace::Impl::commit(const OpContext& ctx, Handle h, const Xattrs& xattrs) {
+Result<Attr> Namespace::Impl::commit(const OpContext& ctx, Handle h, const XattrsFor& xattrs) {
   auto hr = handle(h);
   if (!hr) return hr.error();
-  if (auto s = check_xattrs(xattrs); !s) return s.error();
   FileState& fs = *hr->file;
   if (fs.staged) return commit_staged(ctx, fs, xattrs);
-  if (!xattrs.empty() && !hr->flags.write) return Errc::bad_handle;
+  if (xattrs && !hr->flags.write) return Errc::bad_handle;
   auto locks = lock_inodes({fs.ino});
   std::unique_lock lock(fs.mu);
   int others = fs.writers - (hr->flags.write ? 1 : 0);
@@ -499,7 +498,7 @@ Result<Attr> Namespace::Impl::commit_ino(const OpContext& ctx, Ino ino) {
   return out;
 }
 
-Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs, const Xattrs& xattrs) {
+Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs, const XattrsFor& xattrs) {
   Ino dir = fs.stage_dir;
   const std::string& name = fs.stage_name;
   Sealed content;
@@ -556,7 +555,7 @@ Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs,
       node.attr.change++;
       record_version(b, node, fs, content);
       if (auto s = trim_versions(b, node); !s) return s.error();
-      put_xattrs(b, node.attr.ino, &xattrs);
+      if (auto s = put_xattrs(b, node, &xattrs); !s) return s.error();
       b.put_inode(node);
       b.after_commit.push_back([this, node] { inodes.put(node.attr.ino, node); });
       return std::optional<rec::InodeRec>(node);

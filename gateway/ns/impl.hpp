@@ -252,14 +252,14 @@ struct Namespace::Impl {
   Status spill(FileState& fs);
   Status truncate_locked(FileState& fs, std::uint64_t size);
   Status flush(const OpContext& ctx, Handle h);
-  Result<Attr> commit(const OpContext& ctx, Handle h, const Xattrs& xattrs);
+  Result<Attr> commit(const OpContext& ctx, Handle h, const XattrsFor& xattrs);
   Result<Attr> commit_ino(const OpContext& ctx, Ino ino);
   Status release(const OpContext& ctx, Handle h);
   // With the inode's stripe held: make the content durable, and seal it if asked.
-  Result<Attr> persist(FileState& fs, bool seal, const Xattrs* xattrs = nullptr);
-  Result<Attr> commit_staged(const OpContext& ctx, FileState& fs, const Xattrs& xattrs);
-  static Status check_xattrs(const Xattrs& xattrs);
-  static void put_xattrs(Batch& b, Ino ino, const Xattrs* xattrs);
+  Result<Attr> persist(FileState& fs, bool seal, const XattrsFor* xattrs = nullptr);
+  Result<Attr> commit_staged(const OpContext& ctx, FileState& fs, const XattrsFor& xattrs);
+  // Builds, checks and writes the xattrs to commit with `r`'s new state.
+  static Status put_xattrs(Batch& b, const rec::InodeRec& r, const XattrsFor* xattrs);
   // A sealed version's content: small ones go into the metadata store
   // (one synchronous commit makes them durable), larger ones stay in their
   // data file, which is fsynced first.

@@ -834,17 +834,15 @@ Status check_xattr_name(std::string_view name) {
 }
 }  // namespace
 
-Status Namespace::Impl::check_xattrs(const Xattrs& xattrs) {
-  for (const auto& [name, value] : xattrs) {
+Status Namespace::Impl::put_xattrs(Batch& b, const rec::InodeRec& r, const XattrsFor* xattrs) {
+  if (!xattrs || !*xattrs) return {};
+  const Xattrs set = (*xattrs)(r.attr);
+  for (const auto& [name, value] : set) {
     if (auto s = check_xattr_name(name); !s) return s;
     if (value.size() > kMaxXattrValue) return Errc::too_big;
   }
+  for (const auto& [name, value] : set) b.txn->put(rec::key_xattr(r.attr.ino, name), value);
   return {};
-}
-
-void Namespace::Impl::put_xattrs(Batch& b, Ino ino, const Xattrs* xattrs) {
-  if (!xattrs) return;
-  for (const auto& [name, value] : *xattrs) b.txn->put(rec::key_xattr(ino, name), value);
 }
 
 Result<std::string> Namespace::Impl::getxattr(const OpContext& ctx, Ino ino, std::string_view name) {

@@ -110,9 +110,10 @@ class Namespace {
   // Makes the data written so far durable.
   Task<void> flush(const OpContext& ctx, Handle h);
   // Durable, and sealed into a new version unless another handle still
-  // writes the file (then it is sealed by the last release). `xattrs` are
-  // set in the same transaction (S3 metadata arrives with its object).
-  Task<Attr> commit(const OpContext& ctx, Handle h, const Xattrs& xattrs = {});
+  // writes the file (then it is sealed by the last release). The xattrs
+  // that `xattrs` builds are set in the same transaction, so metadata that
+  // describes a version (an S3 ETag) is never seen without it.
+  Task<Attr> commit(const OpContext& ctx, Handle h, XattrsFor xattrs = {});
   // NFS COMMIT: the same for a file by inode, whoever wrote it.
   Task<Attr> commit(const OpContext& ctx, Ino ino);
   // Closes the handle; the last writer's release seals the file. A staged

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -116,6 +117,10 @@ struct OpenFlags {
 };
 
 using Xattrs = std::vector<std::pair<std::string, std::string>>;
+// Xattrs to commit with a new version, built from that version's attributes
+// (its number, size and times) inside the committing transaction. Called on
+// the namespace's thread with locks held: it must only compute.
+using XattrsFor = std::function<Xattrs(const Attr& committed)>;
 
 struct Handle {
   std::uint64_t id = 0;

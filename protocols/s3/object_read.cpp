@@ -152,7 +152,10 @@ asio::awaitable<Outcome> stream(Service& s, Request& r, const Target& t, const P
     // Newer versions replaced this one since the lookup: read what is there now.
     if (n.error() != ns::make_error_code(ns::Errc::not_found)) co_return from_ns(n.error(), Subject::key);
   }
-  auto h = co_await s.ns.open(r.ctx, t.attr.ino, ns::OpenFlags{});
+  // A snapshot handle: a version committed while the body streams does not
+  // mix into it (the check after each block below covers content written
+  // in place, which cannot be pinned).
+  auto h = co_await s.ns.open(r.ctx, t.attr.ino, ns::OpenFlags{.snapshot = true});
   if (!h) co_return from_ns(h.error(), Subject::key);
   if (p.length <= kSmallObject) {
     // Small but not sealed (written in place through another protocol).

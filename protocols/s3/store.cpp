@@ -73,13 +73,15 @@ asio::awaitable<Found<ns::Attr>> write_object(Service& s, Request& r, const NewO
     if (!w) co_return co_await fail(from_ns(w.error(), Subject::key));
     offset += fill;
   }
-  auto attr = co_await ns.commit(ctx, *h);
+  // The metadata names the version it describes, and lands in the same
+  // transaction: a reader never sees the object without its ETag.
+  ObjectMeta meta = obj.meta();
+  auto attr = co_await ns.commit(ctx, *h, [&meta](const ns::Attr& committed) {
+    meta.version = committed.version;
+    return ns::Xattrs{{std::string(kMetaXattr), meta.encode()}};
+  });
   if (!attr) co_return co_await fail(from_ns(attr.error(), Subject::key));
   co_await ns.release(ctx, *h);
-  ObjectMeta meta = obj.meta();
-  meta.version = attr->version;
-  if (auto x = co_await ns.setxattr(ctx, attr->ino, kMetaXattr, meta.encode()); !x)
-    co_return from_ns(x.error(), Subject::key);
   co_return *attr;
 }
 

@@ -296,17 +296,20 @@ NS_TEST("snapshot handles and xattrs committed with the content") {
   // Xattrs given to commit arrive in the same transaction as the content.
   const Handle h = f.ok(ns.stage(cx, kRootIno, "obj", 0644));
   f.ok(ns.write(cx, h, 0, bytes("payload")));
-  const Xattrs meta{{"s3.meta", "{\"etag\":\"x\"}"}, {"user.k", "v"}};
-  const Attr obj = f.ok(ns.commit(cx, h, meta));
+  const Attr obj = f.ok(ns.commit(cx, h, [](const Attr& a) {
+    return Xattrs{{"s3.meta", "v" + std::to_string(a.version)}, {"user.k", "v"}};
+  }));
   f.ok(ns.release(cx, h));
-  CHECK(f.ok(ns.getxattr(cx, obj.ino, "s3.meta")) == "{\"etag\":\"x\"}");
+  CHECK(f.ok(ns.getxattr(cx, obj.ino, "s3.meta")) == "v" + std::to_string(obj.version));
   CHECK(f.ok(ns.getxattr(cx, obj.ino, "user.k")) == "v");
   // Through a write handle too; a bad name fails the commit before anything.
   const Handle w = f.ok(ns.open(cx, obj.ino, OpenFlags{.write = true}));
   f.ok(ns.write(cx, w, 0, bytes("PAY")));
-  CHECK(f.err(ns.commit(cx, w, Xattrs{{"", "v"}})) == Errc::invalid);
-  CHECK(f.err(ns.commit(cx, w, Xattrs{{"big", std::string(70000, 'x')}})) == Errc::too_big);
-  f.ok(ns.commit(cx, w, Xattrs{{"user.k", "v2"}}));
+  CHECK(f.err(ns.commit(cx, w, [](const Attr&) { return Xattrs{{"", "v"}}; })) == Errc::invalid);
+  CHECK(f.err(ns.commit(cx, w, [](const Attr&) { return Xattrs{{"big", std::string(70000, 'x')}}; })) ==
+        Errc::too_big);
+  CHECK(f.ok(ns.getattr(cx, obj.ino)).version == obj.version);  // the failed commits sealed nothing
+  f.ok(ns.commit(cx, w, [](const Attr&) { return Xattrs{{"user.k", "v2"}}; }));
   f.ok(ns.release(cx, w));
   CHECK(f.ok(ns.getxattr(cx, obj.ino, "user.k")) == "v2");
   CHECK(f.get(obj.ino) == "PAYload");
