@@ -50,6 +50,15 @@ Status read_fully(int fd, std::uint64_t off, std::span<std::byte> out) {
   return {};
 }
 
+// Content is a data file (fd) or, where fd is -1, the bytes in `inline_data`.
+Status read_content(int fd, const std::string& inline_data, std::uint64_t off, std::span<std::byte> out) {
+  if (fd >= 0) return read_fully(fd, off, out);
+  std::size_t have = off < inline_data.size() ? std::min(out.size(), inline_data.size() - off) : 0;
+  std::memcpy(out.data(), inline_data.data() + off, have);
+  std::memset(out.data() + have, 0, out.size() - have);
+  return {};
+}
+
 }  // namespace
 
 FileState::~FileState() {
@@ -190,13 +199,7 @@ Result<std::size_t> Namespace::Impl::read(const OpContext&, Handle h, std::uint6
   if (const Snapshot* snap = hr->snapshot.get()) {
     if (off >= snap->size) return std::size_t{0};
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), snap->size - off));
-    if (snap->fd < 0) {
-      std::size_t have = off < snap->inline_data.size() ? std::min(n, snap->inline_data.size() - off) : 0;
-      std::memcpy(out.data(), snap->inline_data.data() + off, have);
-      std::memset(out.data() + have, 0, n - have);
-    } else if (auto s = read_fully(snap->fd, off, out.first(n)); !s) {
-      return s.error();
-    }
+    if (auto s = read_content(snap->fd, snap->inline_data, off, out.first(n)); !s) return s.error();
     bytes_read->inc(n);
     return n;
   }
@@ -204,13 +207,7 @@ Result<std::size_t> Namespace::Impl::read(const OpContext&, Handle h, std::uint6
   std::shared_lock lock(fs.mu);
   if (off >= fs.size) return std::size_t{0};
   std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), fs.size - off));
-  if (fs.fd < 0) {
-    std::size_t have = off < fs.inline_data.size() ? std::min(n, fs.inline_data.size() - off) : 0;
-    std::memcpy(out.data(), fs.inline_data.data() + off, have);
-    std::memset(out.data() + have, 0, n - have);
-  } else if (auto s = read_fully(fs.fd, off, out.first(n)); !s) {
-    return s.error();
-  }
+  if (auto s = read_content(fs.fd, fs.inline_data, off, out.first(n)); !s) return s.error();
   bytes_read->inc(n);
   return n;
 }
@@ -641,49 +638,43 @@ Result<std::vector<VersionInfo>> Namespace::Impl::versions(const OpContext& ctx,
   return out;
 }
 
-namespace {
-Result<rec::VersionRec> version_record(kv::Store& kv, Ino ino, std::uint64_t version) {
-  std::string v;
-  kv::Status s = kv.get(rec::key_version(ino, version), &v);
-  if (s.not_found()) return Errc::not_found;
-  if (!s.ok()) return Errc::io;
-  auto vr = rec::decode_version(v);
-  if (!vr) return Errc::io;
-  return *vr;
-}
-}  // namespace
-
-Result<std::vector<ChunkInfo>> Namespace::Impl::chunks(const OpContext& ctx, Ino ino, std::uint64_t version) {
+Result<std::pair<rec::VersionRec, data::Manifest>> Namespace::Impl::load_version(
+    const OpContext& ctx, Ino ino, std::uint64_t version) {
   auto r = load_inode(ino);
   if (!r) return r.error();
   if (auto s = may(ctx, r->attr, 4); !s) return s.error();
-  auto vr = version_record(*kv, ino, version);
-  if (!vr) return vr.error();
-  auto m = data::decode_manifest(vr->manifest);
+  std::string v;
+  kv::Status s = kv->get(rec::key_version(ino, version), &v);
+  if (s.not_found()) return Errc::not_found;
+  if (!s.ok()) return Errc::io;
+  auto vr = rec::decode_version(v);
+  auto m = vr ? data::decode_manifest(vr->manifest) : std::nullopt;
   if (!m) return Errc::io;
+  return std::pair{std::move(*vr), std::move(*m)};
+}
+
+Result<std::vector<ChunkInfo>> Namespace::Impl::chunks(const OpContext& ctx, Ino ino, std::uint64_t version) {
+  auto loaded = load_version(ctx, ino, version);
+  if (!loaded) return loaded.error();
   std::vector<ChunkInfo> out;
-  out.reserve(m->chunks.size());
-  for (const auto& c : m->chunks) out.push_back({c.offset, c.length, to_sha(c.digest)});
+  out.reserve(loaded->second.chunks.size());
+  for (const auto& c : loaded->second.chunks) out.push_back({c.offset, c.length, to_sha(c.digest)});
   return out;
 }
 
 Result<std::size_t> Namespace::Impl::read_version(const OpContext& ctx, Ino ino, std::uint64_t version,
                                                   std::uint64_t off, std::span<std::byte> out) {
-  auto r = load_inode(ino);
-  if (!r) return r.error();
-  if (auto s = may(ctx, r->attr, 4); !s) return s.error();
-  auto vr = version_record(*kv, ino, version);
-  if (!vr) return vr.error();
-  auto m = data::decode_manifest(vr->manifest);
-  if (!m) return Errc::io;
-  if (off >= m->size) return std::size_t{0};
-  std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), m->size - off));
-  if (!vr->fid) {
+  auto loaded = load_version(ctx, ino, version);
+  if (!loaded) return loaded.error();
+  const auto& [vr, m] = *loaded;
+  if (off >= m.size) return std::size_t{0};
+  std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), m.size - off));
+  if (!vr.fid) {
     std::string bytes;
-    if (!kv->get(rec::key_inline(ino, version), &bytes).ok() || bytes.size() != m->size) return Errc::io;
+    if (!kv->get(rec::key_inline(ino, version), &bytes).ok() || bytes.size() != m.size) return Errc::io;
     std::memcpy(out.data(), bytes.data() + off, n);
   } else {
-    int fd = store->open_file(vr->fid, O_RDONLY);
+    int fd = store->open_file(vr.fid, O_RDONLY);
     if (fd < 0) return from_errno(-fd);
     Status s = read_fully(fd, off, out.first(n));
     ::close(fd);

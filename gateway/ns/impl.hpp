@@ -13,6 +13,7 @@
 
 #include "backend/data/chunker.hpp"
 #include "backend/data/file_store.hpp"
+#include "backend/data/manifest.hpp"
 #include "backend/kv/kv.hpp"
 #include "cache/lru_map.hpp"
 #include "gateway/metrics/metrics.hpp"
@@ -213,6 +214,7 @@ struct Namespace::Impl {
   void add_entry(Batch& b, rec::InodeRec& dir, std::string_view name, const rec::InodeRec& child);
   void drop_entry(Batch& b, Ino dir, std::string_view name, const rec::EntryRec& e);
   Status drop_inode(Batch& b, rec::InodeRec& victim);  // one link fewer; frees at zero
+  Status check_empty(kv::Txn& txn, Ino dir);             // Errc::not_empty if not
   Result<rec::InodeRec> new_inode(const OpContext& ctx, FileType type, std::uint32_t mode,
                                   const rec::InodeRec& dir);
   Result<Attr> make_node(const OpContext& ctx, Ino dir, std::string_view name, FileType type,
@@ -273,6 +275,9 @@ struct Namespace::Impl {
   void sealed(FileState& fs, Sealed& content);
   Status trim_versions(Batch& b, const rec::InodeRec& r);
   Result<std::vector<VersionInfo>> versions(const OpContext& ctx, Ino ino);
+  // A version's record and manifest, for a reader allowed to read the file.
+  Result<std::pair<rec::VersionRec, data::Manifest>> load_version(const OpContext& ctx, Ino ino,
+                                                                  std::uint64_t version);
   Result<std::vector<ChunkInfo>> chunks(const OpContext& ctx, Ino ino, std::uint64_t version);
   Result<std::size_t> read_version(const OpContext& ctx, Ino ino, std::uint64_t version,
                                    std::uint64_t off, std::span<std::byte> out);

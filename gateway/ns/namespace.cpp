@@ -360,6 +360,18 @@ Status Namespace::Impl::free_inode_data(Batch& b, const rec::InodeRec& r) {
   return {};
 }
 
+Status Namespace::Impl::check_empty(kv::Txn& txn, Ino dir) {
+  bool empty = true;
+  std::string p = rec::key_cookie_prefix(dir);
+  kv::Status s = txn.scan(p, kv::prefix_end(p), 1, [&](auto, auto) {
+    empty = false;
+    return false;
+  });
+  if (!s.ok()) return from_kv(s);
+  if (!empty) return Errc::not_empty;
+  return {};
+}
+
 Status Namespace::Impl::drop_inode(Batch& b, rec::InodeRec& victim) {
   if (victim.attr.type == FileType::directory || victim.attr.nlink <= 1)
     return free_inode_data(b, victim);
@@ -539,14 +551,7 @@ Status Namespace::Impl::unlink(const OpContext& ctx, Ino dir, std::string_view n
       if (!want_dir && is_dir) return Errc::is_dir;
       if (auto s = may_change_entries(ctx, d->attr, &v->attr); !s) return s.error();
       if (is_dir) {
-        bool empty = true;
-        std::string p = rec::key_cookie_prefix(e->ino);
-        kv::Status s = b.txn->scan(p, kv::prefix_end(p), 1, [&](auto, auto) {
-          empty = false;
-          return false;
-        });
-        if (!s.ok()) return from_kv(s);
-        if (!empty) return Errc::not_empty;
+        if (auto s = check_empty(*b.txn, e->ino); !s) return s.error();
         d->attr.nlink--;
       }
       drop_entry(b, dir, name, *e);
@@ -626,14 +631,7 @@ Status Namespace::Impl::rename(const OpContext& ctx, Ino sd, std::string_view sn
         if (moving_dir && !victim_dir) return Errc::not_dir;
         if (!moving_dir && victim_dir) return Errc::is_dir;
         if (victim_dir) {
-          bool empty = true;
-          std::string p = rec::key_cookie_prefix(victim.attr.ino);
-          kv::Status s = b.txn->scan(p, kv::prefix_end(p), 1, [&](auto, auto) {
-          empty = false;
-          return false;
-        });
-          if (!s.ok()) return from_kv(s);
-          if (!empty) return Errc::not_empty;
+          if (auto s = check_empty(*b.txn, victim.attr.ino); !s) return s.error();
           ddir->attr.nlink--;
         }
         drop_entry(b, dd, dn, *t);
