@@ -1,5 +1,8 @@
-// The `weft` command. Exit codes: 0 normal, 2 a configuration or usage
-// error (one message naming the key or flag), 1 any other failure.
+// The `weft` command: `weft serve` runs the gateway; the other subcommands
+// (gateway/cli) operate a running one over REST. Exit codes: 0 normal, 2 a
+// configuration or usage error (one message naming the key or flag), 1 any
+// other failure.
+#include "gateway/cli/commands.hpp"
 #include "gateway/config.hpp"
 #include "gateway/logging.hpp"
 #include "gateway/server.hpp"
@@ -65,6 +68,9 @@ int main(int argc, char** argv) {
   auto* region_opt =
       serve_cmd->add_option("--region", region, "Region name (default " + defaults.region + ")")
           ->type_name("NAME");
+  // The operator commands (status, ls, put, user, jobs, audit, ...) talk to a
+  // running gateway over REST.
+  weft::cli::Commands commands(app);
 
   try {
     app.parse(argc, argv);
@@ -72,6 +78,7 @@ int main(int argc, char** argv) {
     // --help and --version arrive here too, with exit code 0.
     return app.exit(e) == 0 ? 0 : kConfigError;
   }
+  if (commands.chosen()) return commands.run();
 
   weft::gateway::Overrides overrides;
   if (data_opt->count()) overrides.data_dir = data_dir;

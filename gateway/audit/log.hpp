@@ -41,7 +41,7 @@ struct Record {
   std::string client;        // "ip:port"
   std::string op;            // the protocol's name of the operation
   std::string path;          // "export/dir/file" (empty when no path applies)
-  std::uint64_t bytes = 0;   // payload bytes moved, in and out
+  std::uint64_t bytes = 0;   // file or object content moved, in and out
   std::string result;        // "ok", or the protocol's error code
   std::string request_id;
 };

@@ -140,12 +140,6 @@ Result<Response> run_blocking(Exchange x) {
 
 }  // namespace
 
-const std::string* Response::header(std::string_view name) const {
-  for (const auto& [n, v] : headers)
-    if (n == name) return &v;
-  return nullptr;
-}
-
 Client::Client(std::string host, std::string port, std::string authorization, std::chrono::seconds timeout)
     : host_(std::move(host)), port_(std::move(port)), authorization_(std::move(authorization)), timeout_(timeout) {}
 

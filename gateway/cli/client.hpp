@@ -29,7 +29,6 @@ struct Response {
   unsigned status = 0;
   std::vector<std::pair<std::string, std::string>> headers;  // names in lower case
   std::string body;  // empty when the body went to a sink
-  const std::string* header(std::string_view lower_name) const;
 };
 
 template <class T>

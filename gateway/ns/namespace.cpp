@@ -990,20 +990,20 @@ void Namespace::Impl::register_metrics() {
   auto& reg = metrics::Registry::global();
   for (std::size_t i = 0; i < op_metrics.size(); ++i) {
     metrics::Labels l{{"op", std::string(kOpNames[i])}};
-    op_metrics[i] = {&reg.counter("weft_ns_ops_total", "Namespace operations", l),
-                     &reg.counter("weft_ns_op_errors_total", "Namespace operations that failed", l),
-                     &reg.histogram("weft_ns_op_seconds", "Namespace operation latency", l)};
+    op_metrics[i] = {&reg.counter("weft_namespace_ops_total", "Namespace operations", l),
+                     &reg.counter("weft_namespace_op_errors_total", "Namespace operations that failed", l),
+                     &reg.histogram("weft_namespace_op_seconds", "Namespace operation latency", l)};
   }
-  bytes_read = &reg.counter("weft_ns_read_bytes_total", "Bytes read through the namespace");
-  bytes_written = &reg.counter("weft_ns_written_bytes_total", "Bytes written through the namespace");
-  seals = &reg.counter("weft_ns_seals_total", "File versions sealed");
-  reg.gauge_fn("weft_ns_inodes", "Inodes in the namespace", {}, [this] { return double(inode_count.load()); });
-  reg.gauge_fn("weft_ns_cached_inodes", "Inodes in the namespace cache", {}, [this] { return double(inodes.size()); });
-  reg.gauge_fn("weft_ns_open_handles", "Open file handles", {}, [this] {
+  bytes_read = &reg.counter("weft_namespace_read_bytes_total", "Bytes read through the namespace");
+  bytes_written = &reg.counter("weft_namespace_written_bytes_total", "Bytes written through the namespace");
+  seals = &reg.counter("weft_namespace_seals_total", "File versions sealed");
+  reg.gauge_fn("weft_namespace_inodes", "Inodes in the namespace", {}, [this] { return double(inode_count.load()); });
+  reg.gauge_fn("weft_namespace_cached_inodes", "Inodes in the namespace cache", {}, [this] { return double(inodes.size()); });
+  reg.gauge_fn("weft_namespace_open_handles", "Open file handles", {}, [this] {
     std::lock_guard lock(handles_mu);
     return double(handles.size());
   });
-  reg.gauge_fn("weft_ns_change_seq", "Last change log sequence number", {}, [this] {
+  reg.gauge_fn("weft_namespace_change_seq", "Last change log sequence number", {}, [this] {
     std::lock_guard lock(seq_mu);
     return double(next_seq - 1);
   });

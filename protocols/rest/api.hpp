@@ -14,7 +14,6 @@
 #include "protocols/rest/uri.hpp"
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
 
@@ -52,13 +51,12 @@ struct ServiceConfig {
 // outlives every coroutine that uses it.
 struct Service : std::enable_shared_from_this<Service> {
   Service(ns::Namespace& ns, metrics::Registry& metrics, audit::Log& audit,
-          boost::asio::io_context& io, boost::asio::thread_pool& blocking, ServiceConfig config);
+          boost::asio::thread_pool& blocking, ServiceConfig config);
   ~Service();
 
   ns::Namespace& ns;
   metrics::Registry& metrics;
   audit::Log& audit;
-  boost::asio::io_context& io;
   boost::asio::thread_pool& blocking;  // file I/O off the io threads (audit queries, jobs)
   const ServiceConfig config;
   const std::int64_t started_ns;  // wall clock, for /api/v1/info
@@ -80,10 +78,12 @@ struct Call {
   ns::OpContext ctx;                // principal set once authenticated
   std::optional<ns::User> user;
 
-  // For the audit record and the metrics sample.
+  // For the audit record and the metrics sample: body bytes of the
+  // request and the response (metrics), and file content moved (audit).
   std::string audit_path;
   std::uint64_t bytes_in = 0;
   std::uint64_t bytes_out = 0;
+  std::uint64_t content_bytes = 0;
   unsigned status = 0;
 
   const std::string* query(std::string_view name) const { return target.param(name); }

@@ -29,12 +29,11 @@ std::string dump(const nlohmann::json& j) {
 
 }  // namespace
 
-Service::Service(ns::Namespace& n, metrics::Registry& m, audit::Log& a, asio::io_context& i,
-                 asio::thread_pool& b, ServiceConfig c)
+Service::Service(ns::Namespace& n, metrics::Registry& m, audit::Log& a, asio::thread_pool& b,
+                 ServiceConfig c)
     : ns(n),
       metrics(m),
       audit(a),
-      io(i),
       blocking(b),
       config(std::move(c)),
       started_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(

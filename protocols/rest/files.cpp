@@ -10,8 +10,9 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
-#include <cstring>
 #include <ctime>
 #include <memory>
 
@@ -170,6 +171,7 @@ Reply file_read(Service& s, Call& c) {
       }
       if (co_await c.ex.send_body(std::span<const std::byte>(buf.data(), *n))) break;
       c.bytes_out += *n;
+      c.content_bytes += *n;
       offset += *n;
       left -= *n;
     }
@@ -226,6 +228,7 @@ Reply file_write(Service& s, Call& c) {
     EVP_DigestUpdate(digest.get(), buf.data(), filled);
     offset += filled;
     c.bytes_in += filled;
+    c.content_bytes += filled;
   }
   unsigned char md[32];
   unsigned md_len = 0;

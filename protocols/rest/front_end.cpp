@@ -3,6 +3,7 @@
 #include "protocols/rest/api.hpp"
 #include "protocols/rest/auth.hpp"
 #include "protocols/rest/jobs.hpp"
+#include "protocols/rest/places.hpp"
 
 #include "gateway/audit/log.hpp"
 #include "gateway/metrics/metrics.hpp"
@@ -84,6 +85,8 @@ asio::awaitable<Outcome> dispatch(Service& s, Call& c, const Route*& route) {
   route = m.route;
   c.params = std::move(m.params);
   c.path = std::move(m.path);
+  // Also a request refused below is audited with the path it was after.
+  c.audit_path = join_path(c.path);
   if (auto e = check_query(*route, c.target)) co_return e;
   if (route->access != Access::open) {
     auto user = co_await s.auth->authenticate(c.head);
@@ -126,7 +129,7 @@ asio::awaitable<void> serve(std::shared_ptr<State> state, http::Exchange& ex) {
     r.client = c.head.remote;
     r.op = route ? std::string(route->name) : "unmatched";
     r.path = c.audit_path;
-    r.bytes = c.bytes_in + c.bytes_out;
+    r.bytes = c.content_bytes;
     r.result = err ? err->code : "ok";
     r.request_id = c.request_id;
     s.audit.record(std::move(r));
@@ -187,7 +190,7 @@ protocols::FrontEndResult listen(const protocols::Services& services, const asio
   config.region = services.region;
   config.data_dir = services.data_dir;
   config.version = WEFT_VERSION;
-  auto service = std::make_shared<Service>(services.ns, services.metrics, services.audit, services.io, *pool,
+  auto service = std::make_shared<Service>(services.ns, services.metrics, services.audit, *pool,
                                            std::move(config));
   auto state = std::make_shared<State>(service);
   http::Options ho;

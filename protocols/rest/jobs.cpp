@@ -12,7 +12,6 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
-#include <cstring>
 #include <deque>
 
 namespace weft::rest {

@@ -157,9 +157,6 @@ Gateway::Gateway(std::optional<s3::Options> options) {
   audit_ = std::move(*log);
   work_.emplace(io_.get_executor());
   for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
-  audit::Options audit_options;
-  audit_options.dir = dir_.path() / "audit";
-  audit_ = audit::Log::open(audit_options, metrics_).value();
   services_.emplace(protocols::Services{io_, *ns_, metrics_, *audit_, "us-east-1", dir_.path()});
   const tcp::endpoint any_port(asio::ip::make_address("127.0.0.1"), 0);
   protocols::Registry registry;

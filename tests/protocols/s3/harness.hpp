@@ -5,7 +5,6 @@
 #pragma once
 
 #include "gateway/audit/log.hpp"
-#include "gateway/audit/log.hpp"
 #include "gateway/metrics/metrics.hpp"
 #include "gateway/ns/namespace.hpp"
 #include "protocols/http/exchange.hpp"

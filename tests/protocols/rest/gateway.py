@@ -1,0 +1,63 @@
+"""A `weft serve` process for the REST tests: started on port 0 in a scratch
+data directory, with its endpoints and first-start admin credentials read
+back, and stopped with SIGTERM. Standard library only."""
+
+import json
+import pathlib
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+START_TIMEOUT = 30
+STOP_TIMEOUT = 10
+
+
+class Gateway:
+    def __init__(self, weft, protocols=("rest", "s3")):
+        self.weft = weft
+        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="weft-rest-"))
+        self.data = self.tmp / "data"
+        args = []
+        for p in ("s3", "rest", "nfs", "smb", "sftp"):
+            args += ["--" + p, "127.0.0.1:0" if p in protocols else "off"]
+        self.log_path = self.tmp / "weft.log"
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen([weft, "serve", "--data", str(self.data), *args],
+                                         stdout=log, stderr=subprocess.STDOUT)
+        self.endpoints = self._wait_for_endpoints()
+        self.credentials = json.loads((self.data / "credentials.json").read_text())
+        self.url = "http://" + self.endpoints["rest"]
+        self.admin = (self.credentials["user"], self.credentials["password"])
+
+    def _wait_for_endpoints(self):
+        path = self.data / "endpoints.json"
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if path.exists():
+                doc = json.loads(path.read_text())
+                if doc.get("pid") == self.proc.pid:
+                    return doc
+            if self.proc.poll() is not None:
+                raise AssertionError("weft exited with %d:\n%s" % (self.proc.returncode, self.log()))
+            time.sleep(0.05)
+        raise AssertionError("no endpoints.json after %d s:\n%s" % (START_TIMEOUT, self.log()))
+
+    def log(self):
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self):
+        """SIGTERM; returns the exit code. The data directory is removed."""
+        code = None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                code = self.proc.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        else:
+            code = self.proc.returncode
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return code
