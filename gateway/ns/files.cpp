@@ -88,6 +88,7 @@ std::shared_ptr<FileState> Namespace::Impl::file_state(const rec::InodeRec& r) {
       if (!s.ok()) spdlog::error("ns: inline content of inode {} is missing: {}", r.attr.ino, s.message);
     }
     slot = std::move(fs);
+    open_count.store(open_files.size(), std::memory_order_release);
   }
   slot->handles++;
   return slot;
@@ -98,6 +99,7 @@ void Namespace::Impl::detach(const std::shared_ptr<FileState>& fs) {
   if (--fs->handles > 0) return;
   auto it = open_files.find(fs->ino);
   if (it != open_files.end() && it->second == fs) open_files.erase(it);
+  open_count.store(open_files.size(), std::memory_order_release);
 }
 
 Result<HandleRec> Namespace::Impl::handle(Handle h) {

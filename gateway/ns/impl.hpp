@@ -161,6 +161,9 @@ struct Namespace::Impl {
 
   std::mutex files_mu;
   std::unordered_map<Ino, std::shared_ptr<FileState>> open_files;
+  // open_files.size(), readable without files_mu: attribute reads skip the
+  // map (and its lock) while no file is open, the common case for lookups.
+  std::atomic<std::size_t> open_count{0};
   std::mutex handles_mu;
   std::unordered_map<std::uint64_t, HandleRec> handles;
   std::uint64_t next_handle = 1;
@@ -238,6 +241,9 @@ struct Namespace::Impl {
                   XattrSet how);
   Result<std::vector<std::string>> listxattr(const OpContext& ctx, Ino ino);
   Status removexattr(const OpContext& ctx, Ino ino, std::string_view name);
+  // Sets (value) or removes (nullopt) one xattr, as `how` allows.
+  Status change_xattr(const OpContext& ctx, Ino ino, std::string_view name,
+                      std::optional<std::string_view> value, XattrSet how);
   Result<std::vector<Change>> changes(std::uint64_t after, std::size_t limit);
 
   // --- content (files.cpp)

@@ -233,10 +233,10 @@ Result<rec::EntryRec> Namespace::Impl::txn_entry(kv::Txn& txn, Ino dir, std::str
 Attr Namespace::Impl::live_attr(const rec::InodeRec& r) {
   Attr a = r.attr;
   if (a.type != FileType::regular) return a;
+  if (open_count.load(std::memory_order_acquire) == 0) return a;
   std::shared_ptr<FileState> fs;
   {
     std::lock_guard lock(files_mu);
-    if (open_files.empty()) return a;
     auto it = open_files.find(a.ino);
     if (it == open_files.end()) return a;
     fs = it->second;
@@ -871,8 +871,17 @@ Result<std::vector<std::string>> Namespace::Impl::listxattr(const OpContext& ctx
 
 Status Namespace::Impl::setxattr(const OpContext& ctx, Ino ino, std::string_view name,
                                  std::string_view value, XattrSet how) {
-  if (auto s = check_xattr_name(name); !s) return s;
   if (value.size() > kMaxXattrValue) return Errc::too_big;
+  return change_xattr(ctx, ino, name, value, how);
+}
+
+Status Namespace::Impl::removexattr(const OpContext& ctx, Ino ino, std::string_view name) {
+  return change_xattr(ctx, ino, name, std::nullopt, XattrSet::replace_only);
+}
+
+Status Namespace::Impl::change_xattr(const OpContext& ctx, Ino ino, std::string_view name,
+                                     std::optional<std::string_view> value, XattrSet how) {
+  if (auto s = check_xattr_name(name); !s) return s;
   if (auto s = may_write_export(ctx); !s) return s;
   auto locks = lock_inodes({ino});
   return transact<void>([&](Batch& b) -> Status {
@@ -884,29 +893,10 @@ Status Namespace::Impl::setxattr(const OpContext& ctx, Ino ino, std::string_view
     if (!s.ok() && !s.not_found()) return from_kv(s);
     if (how == XattrSet::create_only && s.ok()) return Errc::exists;
     if (how == XattrSet::replace_only && s.not_found()) return Errc::no_attr;
-    b.txn->put(rec::key_xattr(ino, name), value);
-    r->attr.ctime_ns = now_ns();
-    r->attr.change++;
-    b.put_inode(*r);
-    b.after_commit.push_back([this, c = *r] { inodes.put(c.attr.ino, c); });
-    b.change({.op = "xattr", .ino = ino, .name = std::string(name)});
-    return {};
-  });
-}
-
-Status Namespace::Impl::removexattr(const OpContext& ctx, Ino ino, std::string_view name) {
-  if (auto s = check_xattr_name(name); !s) return s;
-  if (auto s = may_write_export(ctx); !s) return s;
-  auto locks = lock_inodes({ino});
-  return transact<void>([&](Batch& b) -> Status {
-    auto r = txn_inode(*b.txn, ino);
-    if (!r) return r.error();
-    if (auto s = may(ctx, r->attr, 2); !s) return s.error();
-    std::string old;
-    kv::Status s = b.txn->get(rec::key_xattr(ino, name), &old, true);
-    if (s.not_found()) return Errc::no_attr;
-    if (!s.ok()) return from_kv(s);
-    b.txn->erase(rec::key_xattr(ino, name));
+    if (value)
+      b.txn->put(rec::key_xattr(ino, name), *value);
+    else
+      b.txn->erase(rec::key_xattr(ino, name));
     r->attr.ctime_ns = now_ns();
     r->attr.change++;
     b.put_inode(*r);
