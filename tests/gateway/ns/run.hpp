@@ -32,7 +32,7 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 template <class T>
-T run(asio::io_context& io, asio::awaitable<T> task, std::chrono::seconds limit = 30s) {
+T run(asio::io_context& io, asio::awaitable<T> task, std::chrono::seconds limit = 90s) {
   // Shared with the completion handler, which may outlive this frame when
   // the call times out. The guard keeps io.run() going while the coroutine
   // waits for the namespace's own threads, which resume it by posting here.
