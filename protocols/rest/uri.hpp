@@ -7,6 +7,8 @@
 // repeat.
 #pragma once
 
+#include "protocols/http/uri.hpp"
+
 #include "protocols/rest/errors.hpp"
 
 #include <boost/system/result.hpp>
@@ -31,8 +33,7 @@ struct Target {
   const std::string* param(std::string_view name) const;
 };
 
-// nullopt for a malformed escape ('%' not followed by two hex digits).
-std::optional<std::string> percent_decode(std::string_view s, bool plus_is_space);
+using http::percent_decode;
 // Every byte but the unreserved ones (A-Z a-z 0-9 - . _ ~) escaped: one
 // path segment or query value.
 std::string percent_encode(std::string_view s);

@@ -109,7 +109,7 @@ Outcome parse_target(Request& r) {
   r.raw_query = q == std::string_view::npos ? std::string() : std::string(target.substr(q + 1));
   if (r.raw_path.empty() || r.raw_path.front() != '/')
     return Error(Code::InvalidRequest, "The request target must be an absolute path");
-  auto path = sigv4::uri_decode(r.raw_path, false);
+  auto path = sigv4::percent_decode(r.raw_path, false);
   if (!path) return Error(Code::InvalidArgument, "The request path has a malformed escape");
   r.path = std::move(*path);
   auto query = sigv4::parse_query(r.raw_query);

@@ -15,13 +15,6 @@ bool unreserved(unsigned char c) {
          c == '.' || c == '_' || c == '~';
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 bool is_lower_hex(std::string_view s) {
   return std::all_of(s.begin(), s.end(),
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
@@ -62,26 +55,6 @@ std::string uri_encode(std::string_view s, bool encode_slash) {
       out += '%';
       out += kHex[c >> 4];
       out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
-std::optional<std::string> uri_decode(std::string_view s, bool plus_is_space) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (c == '%') {
-      if (i + 2 >= s.size()) return std::nullopt;
-      int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      out += static_cast<char>(hi * 16 + lo);
-      i += 2;
-    } else if (c == '+' && plus_is_space) {
-      out += ' ';
-    } else {
-      out += c;
     }
   }
   return out;
@@ -165,8 +138,8 @@ std::optional<std::vector<QueryParam>> parse_query(std::string_view raw) {
     raw = amp == std::string_view::npos ? std::string_view() : raw.substr(amp + 1);
     if (part.empty()) continue;
     std::size_t eq = part.find('=');
-    auto name = uri_decode(part.substr(0, eq), true);
-    auto value = uri_decode(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1), true);
+    auto name = percent_decode(part.substr(0, eq), true);
+    auto value = percent_decode(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1), true);
     if (!name || !value) return std::nullopt;
     out.push_back({std::move(*name), std::move(*value)});
   }

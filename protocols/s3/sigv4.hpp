@@ -6,6 +6,8 @@
 // functions: no I/O, no clock; auth.cpp applies them to requests.
 #pragma once
 
+#include "protocols/http/uri.hpp"
+
 #include "protocols/http/exchange.hpp"
 
 #include <array>
@@ -32,9 +34,7 @@ inline constexpr std::int64_t kMaxExpires = 7 * 24 * 3600;
 // Keeps A-Z a-z 0-9 - . _ ~ (and '/' unless encode_slash); the rest becomes
 // %XX with upper-case hex.
 std::string uri_encode(std::string_view s, bool encode_slash);
-// Percent-decoding; nullopt on a malformed escape. In query strings '+'
-// stands for a space (as browsers and most SDKs send it).
-std::optional<std::string> uri_decode(std::string_view s, bool plus_is_space);
+using http::percent_decode;
 
 struct Scope {
   std::string date;  // YYYYMMDD

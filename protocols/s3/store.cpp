@@ -97,7 +97,7 @@ Found<SourceRef> parse_copy_source(const std::string& header) {
       if (p.name == "versionId")
         if (p.value != "null") return Error(Code::NoSuchVersion);
   }
-  auto decoded = sigv4::uri_decode(text, false);
+  auto decoded = sigv4::percent_decode(text, false);
   if (!decoded) return Error(Code::InvalidArgument, "x-amz-copy-source is malformed");
   std::string_view path = *decoded;
   if (path.starts_with('/')) path.remove_prefix(1);

@@ -72,7 +72,7 @@ std::string Client::sign(ClientRequest& req) const {
     if (std::find(names.begin(), names.end(), h.name) == names.end()) names.push_back(h.name);
   std::sort(names.begin(), names.end());
   sigv4::Scope scope{date.substr(0, 8), region_, "s3"};
-  auto path = sigv4::uri_decode(req.path, false);
+  auto path = sigv4::percent_decode(req.path, false);
   auto query = sigv4::parse_query(req.query);
   sigv4::CanonicalInput in{req.method, *path, *query, false, req.headers, names, hash};
   std::string signature = sigv4::sign(sigv4::signing_key(who_.secret, scope),

@@ -32,10 +32,10 @@ TEST_CASE("uri_encode keeps unreserved bytes and encodes the rest upper-case") {
   CHECK(sigv4::uri_encode("a b+c/d=e*", true) == "a%20b%2Bc%2Fd%3De%2A");
   CHECK(sigv4::uri_encode("a b/c", false) == "a%20b/c");
   CHECK(sigv4::uri_encode("\xc3\xa9", true) == "%C3%A9");
-  CHECK(sigv4::uri_decode("a%20b%2fc+d", false) == "a b/c+d");
-  CHECK(sigv4::uri_decode("a+b", true) == "a b");
-  CHECK_FALSE(sigv4::uri_decode("a%2", false));
-  CHECK_FALSE(sigv4::uri_decode("a%zz", false));
+  CHECK(sigv4::percent_decode("a%20b%2fc+d", false) == "a b/c+d");
+  CHECK(sigv4::percent_decode("a+b", true) == "a b");
+  CHECK_FALSE(sigv4::percent_decode("a%2", false));
+  CHECK_FALSE(sigv4::percent_decode("a%zz", false));
 }
 
 TEST_CASE("Authorization header and credential parsing") {
@@ -197,7 +197,7 @@ print(req.headers["X-Amz-Date"])
                               {"x-amz-content-sha256", payload},
                               {"x-amz-date", date}};
   auto query = sigv4::parse_query("tagging=&versionId=null");
-  auto path = sigv4::uri_decode("/bkt/dir/na%20me%2Bx%21.txt", false);
+  auto path = sigv4::percent_decode("/bkt/dir/na%20me%2Bx%21.txt", false);
   sigv4::CanonicalInput in{"PUT", *path, *query, false, headers, a->signed_headers, payload};
   sigv4::Scope scope{date.substr(0, 8), "eu-west-2", "s3"};
   std::string ours = sigv4::sign(sigv4::signing_key("SECRET/KEY+x", scope),
