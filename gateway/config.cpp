@@ -102,6 +102,17 @@ std::optional<Address> listener_value(std::string_view key, std::string_view tex
   return a;
 }
 
+// The engine is reached only at start; here the address's form is checked so
+// that a typo is reported with its key.
+void check_metadata(std::string_view key, std::string_view address) {
+  bool ok = (address.starts_with("rocksdb:") && address.size() > 8) ||
+            address.starts_with("postgres://") || address.starts_with("postgresql://");
+  if (!ok) {
+    fail(key, "bad metadata address " + in_quotes(address) +
+                  " (expected rocksdb:PATH or postgres://...)");
+  }
+}
+
 void check_region(std::string_view key, std::string_view region) {
   bool ok = !region.empty() && region.size() <= 64 &&
             std::all_of(region.begin(), region.end(), [](char c) {
@@ -205,10 +216,13 @@ void apply_namespace(Config& c, const json& object) {
 }
 
 void apply_file(Config& c, const json& root) {
-  members("", root, {"data_dir", "region", "listeners", "threads", "log", "namespace"},
+  members("", root, {"data_dir", "metadata", "region", "listeners", "threads", "log", "namespace"},
           [&](std::string_view name, const std::string& key, const json& v) {
             if (name == "data_dir") {
               c.data_dir = string_of(key, v);
+            } else if (name == "metadata") {
+              c.ns.metadata = string_of(key, v);
+              check_metadata(key, c.ns.metadata);
             } else if (name == "region") {
               c.region = string_of(key, v);
               check_region(key, c.region);
@@ -228,6 +242,10 @@ void apply_overrides(Config& c, const Overrides& o) {
   if (o.data_dir) {
     if (o.data_dir->empty()) fail("data_dir (--data)", "must not be empty");
     c.data_dir = *o.data_dir;
+  }
+  if (o.metadata) {
+    check_metadata("metadata (--metadata)", *o.metadata);
+    c.ns.metadata = *o.metadata;
   }
   if (o.region) {
     check_region("region (--region)", *o.region);

@@ -50,6 +50,7 @@ struct Config {
 // Command-line values, applied over the file.
 struct Overrides {
   std::optional<std::string> data_dir;
+  std::optional<std::string> metadata;
   std::optional<std::string> region;
   std::map<std::string, std::string> listeners;  // protocol -> "host:port" or "off"
 };

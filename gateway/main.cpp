@@ -65,6 +65,12 @@ int main(int argc, char** argv) {
     address_opts[protocol] =
         serve_cmd->add_option("--" + protocol, addresses[protocol], help)->type_name("ADDR");
   }
+  std::string metadata;
+  auto* metadata_opt =
+      serve_cmd
+          ->add_option("--metadata", metadata,
+                       "Metadata engine: rocksdb:PATH or postgres://... (default RocksDB in DIR/meta)")
+          ->type_name("ADDR");
   auto* region_opt =
       serve_cmd->add_option("--region", region, "Region name (default " + defaults.region + ")")
           ->type_name("NAME");
@@ -82,6 +88,7 @@ int main(int argc, char** argv) {
 
   weft::gateway::Overrides overrides;
   if (data_opt->count()) overrides.data_dir = data_dir;
+  if (metadata_opt->count()) overrides.metadata = metadata;
   if (region_opt->count()) overrides.region = region;
   for (const auto& [protocol, opt] : address_opts) {
     if (opt->count()) overrides.listeners[protocol] = addresses[protocol];

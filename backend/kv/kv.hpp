@@ -83,6 +83,23 @@ struct RocksDbOptions {
 // The embedded default engine. Returns nullptr and sets *error on failure.
 std::unique_ptr<Store> open_rocksdb(const RocksDbOptions& options, Status* error);
 
+struct PostgresOptions {
+  std::string conninfo;         // a libpq connection string or postgres:// URI
+  std::size_t connections = 8;  // each call borrows one for its duration
+};
+
+// The shared engine for several nodes: creates the schema in an empty
+// database, refuses one at another schema version (Code::invalid), and
+// fails with Code::io_error when the server cannot be reached.
+std::unique_ptr<Store> open_postgres(const PostgresOptions& options, Status* error);
+
+// Opens the engine a metadata address names: "rocksdb:PATH", or a
+// "postgres://" / "postgresql://" URI. `rocksdb` supplies the RocksDB
+// tuning (its path is replaced by PATH); `connections` sizes a PostgreSQL
+// pool. An address of neither form is Code::invalid.
+std::unique_ptr<Store> open_address(std::string_view address, RocksDbOptions rocksdb,
+                                    std::size_t connections, Status* error);
+
 // The upper bound of a prefix scan: the smallest key greater than every key
 // starting with `prefix` (empty if none exists).
 std::string prefix_end(std::string_view prefix);

@@ -1008,7 +1008,11 @@ Status Namespace::Impl::start() {
     return Errc::access;
   }
   kv::Status ks;
-  kv = kv::open_rocksdb({.path = opt.data_dir + "/meta", .block_cache_bytes = opt.metadata_cache_bytes}, &ks);
+  std::string metadata = opt.metadata.empty() ? "rocksdb:" + opt.data_dir + "/meta" : opt.metadata;
+  // Inline operations (lookup, getattr) can miss the caches on the network
+  // threads too, so a pool of twice the blocking threads rarely makes
+  // anyone wait for a connection.
+  kv = kv::open_address(metadata, {.block_cache_bytes = opt.metadata_cache_bytes}, 2 * opt.blocking_threads, &ks);
   if (!kv) {
     spdlog::error("ns: cannot open the metadata store: {}", ks.message);
     return Errc::io;

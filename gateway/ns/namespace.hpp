@@ -39,6 +39,9 @@ using Task = boost::asio::awaitable<Result<T>>;
 
 struct Options {
   std::string data_dir;  // created if missing
+  // The metadata engine: empty for RocksDB in DATA_DIR/meta, "rocksdb:PATH",
+  // or a "postgres://" URI (a database several nodes share).
+  std::string metadata;
   std::size_t inode_cache_entries = 1 << 20;
   std::size_t blocking_threads = 8;  // for fsync and synchronous commits
   std::uint32_t retain_versions = 4;  // sealed versions kept per file

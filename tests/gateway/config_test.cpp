@@ -78,6 +78,7 @@ TEST_CASE("every option is read from the file; comments are allowed") {
   auto c = parse(R"({
     // a comment
     "data_dir": "/srv/weft", /* another */
+    "metadata": "postgres://weft@db:5432/weft",
     "region": "eu-west-2",
     "listeners": {"s3": "0.0.0.0:0", "rest": "[::1]:8080", "nfs": "off",
                   "smb": "localhost:445", "sftp": "10.1.2.3:22"},
@@ -90,6 +91,7 @@ TEST_CASE("every option is read from the file; comments are allowed") {
   REQUIRE(c.has_value());
   CHECK(c->data_dir == "/srv/weft");
   CHECK(c->ns.data_dir == "/srv/weft");
+  CHECK(c->ns.metadata == "postgres://weft@db:5432/weft");
   CHECK(c->region == "eu-west-2");
   CHECK(c->listeners.at("s3") == Address{"0.0.0.0", 0});
   CHECK(c->listeners.at("rest") == Address{"::1", 8080});
@@ -114,7 +116,7 @@ TEST_CASE("addresses print as the config writes them") {
 
 TEST_CASE("an unknown key at any level is named") {
   CHECK(error_of(R"({"data_dir": "d", "bogus": 1})")
-            .starts_with("config: bogus: unknown key (expected one of data_dir, region,"));
+            .starts_with("config: bogus: unknown key (expected one of data_dir, metadata, region,"));
   CHECK(error_of(R"({"listeners": {"ftp": "127.0.0.1:21"}})") ==
         "config: listeners.ftp: unknown key (expected one of s3, rest, nfs, smb, sftp)");
   CHECK(error_of(R"({"log": {"colour": true}})").starts_with("config: log.colour: unknown key"));
@@ -148,6 +150,9 @@ TEST_CASE("a value of the wrong type or out of range is named") {
         "config: data_dir: expected a string, got a non-negative integer");
   CHECK(error_of(R"({"data_dir": ""})") == "config: data_dir: must not be empty");
   CHECK(error_of(R"({"region": "us east"})").starts_with("config: region: bad region \"us east\""));
+  CHECK(error_of(R"({"metadata": "mysql://db"})") ==
+        R"(config: metadata: bad metadata address "mysql://db" (expected rocksdb:PATH or postgres://...))");
+  CHECK(error_of(R"({"metadata": "rocksdb:"})").starts_with("config: metadata: bad metadata address"));
   CHECK(error_of(R"({"listeners": {"s3": 9000}})") ==
         "config: listeners.s3: expected a string (host:port or off), got a non-negative integer");
   CHECK(error_of(R"({"listeners": ["s3"]})") ==
@@ -205,6 +210,9 @@ TEST_CASE("command-line overrides win over the file") {
   Overrides bad_region;
   bad_region.region = "a/b";
   CHECK(error_of("{}", bad_region).starts_with("config: region (--region): bad region"));
+  Overrides bad_metadata;
+  bad_metadata.metadata = "/var/lib/weft";
+  CHECK(error_of("{}", bad_metadata).starts_with("config: metadata (--metadata): bad metadata address"));
   Overrides empty_dir;
   empty_dir.data_dir = "";
   CHECK(error_of("{}", empty_dir) == "config: data_dir (--data): must not be empty");

@@ -1,8 +1,14 @@
+// The kv contract, run on every engine: the embedded RocksDB one and the
+// PostgreSQL one (on a throwaway server; reported as skipped where
+// PostgreSQL is not installed). Engine-specific behaviour comes last.
 #include "backend/kv/kv.hpp"
 
 #include "../temp_dir.hpp"
+#include "postgres_server.hpp"
 
 #include <doctest/doctest.h>
+
+#include <libpq-fe.h>
 
 #include <atomic>
 #include <cstdio>
@@ -18,13 +24,47 @@ namespace {
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 
-std::unique_ptr<kv::Store> open_store(const std::string& path) {
+std::unique_ptr<kv::Store> open_at(const std::string& address) {
   kv::Status st;
-  auto store = kv::open_rocksdb({.path = path}, &st);
+  auto store = kv::open_address(address, {}, 4, &st);
   REQUIRE_MESSAGE(store != nullptr, st.message);
   CHECK(st.ok());
   return store;
 }
+
+// An engine with a fresh, empty store; open() may be called again to reopen
+// what the previous store (now destroyed) committed.
+struct RocksEngine {
+  test::TempDir dir;
+  bool available() const { return true; }
+  std::unique_ptr<kv::Store> open() { return open_at("rocksdb:" + (dir / "db")); }
+};
+
+struct PostgresEngine {
+  std::string why;
+  test::PostgresServer* server = test::PostgresServer::shared(&why);
+  std::string address = server ? server->fresh_schema() : std::string();
+  bool available() const {
+    if (!server) MESSAGE("SKIPPED on PostgreSQL: " << why);
+    return server != nullptr;
+  }
+  std::unique_ptr<kv::Store> open() { return open_at(address); }
+};
+
+}  // namespace
+
+TYPE_TO_STRING_AS("rocksdb", RocksEngine);
+TYPE_TO_STRING_AS("postgres", PostgresEngine);
+
+#define KV_TEST(name) TEST_CASE_TEMPLATE(name, Engine, RocksEngine, PostgresEngine)
+// Opens a fresh store of the engine under test, or ends the test case
+// (reported) where the engine cannot run here.
+#define OPEN_STORE(engine, store) \
+  Engine engine;                  \
+  if (!engine.available()) return; \
+  auto store = engine.open()
+
+namespace {
 
 template <class Scanner>
 Pairs collect(Scanner& s, std::string_view begin, std::string_view end, std::size_t limit = 0) {
@@ -53,9 +93,8 @@ TEST_CASE("prefix_end is the least key above every key with the prefix") {
   CHECK(kv::prefix_end("").empty());
 }
 
-TEST_CASE("a transaction applies all its writes or none") {
-  test::TempDir dir;
-  auto store = open_store(dir / "db");
+KV_TEST("a transaction applies all its writes or none") {
+  OPEN_STORE(engine, store);
   put_all(*store, {{"k1", "old"}});
 
   {
@@ -84,9 +123,8 @@ TEST_CASE("a transaction applies all its writes or none") {
   CHECK(v == "v3");
 }
 
-TEST_CASE("a transaction sees its own writes in get and scan") {
-  test::TempDir dir;
-  auto store = open_store(dir / "db");
+KV_TEST("a transaction sees its own writes in get and scan") {
+  OPEN_STORE(engine, store);
   put_all(*store, {{"a/1", "x"}, {"a/2", "y"}, {"a/4", "z"}, {"b/1", "other"}});
 
   auto txn = store->begin();
@@ -114,9 +152,8 @@ TEST_CASE("a transaction sees its own writes in get and scan") {
         Pairs{{"a/1", "x"}, {"a/2", "changed"}, {"a/3", "new"}});
 }
 
-TEST_CASE("two transactions that read the same key for update conflict") {
-  test::TempDir dir;
-  auto store = open_store(dir / "db");
+KV_TEST("two transactions that read the same key for update conflict") {
+  OPEN_STORE(engine, store);
   put_all(*store, {{"counter", "0"}});
 
   auto t1 = store->begin();
@@ -146,9 +183,8 @@ TEST_CASE("two transactions that read the same key for update conflict") {
   CHECK(v == "0+1+2");
 }
 
-TEST_CASE("a key read for update that did not exist still conflicts when created") {
-  test::TempDir dir;
-  auto store = open_store(dir / "db");
+KV_TEST("a key read for update that did not exist still conflicts when created") {
+  OPEN_STORE(engine, store);
   auto t1 = store->begin();
   auto t2 = store->begin();
   std::string v;
@@ -160,9 +196,8 @@ TEST_CASE("a key read for update that did not exist still conflicts when created
   CHECK(t2->commit().conflict());
 }
 
-TEST_CASE("concurrent read-modify-write transactions lose no update") {
-  test::TempDir dir;
-  auto store = open_store(dir / "db");
+KV_TEST("concurrent read-modify-write transactions lose no update") {
+  OPEN_STORE(engine, store);
   put_all(*store, {{"n", "0"}});
   constexpr int kThreads = 4, kIncrements = 200;
   std::atomic<int> conflicts{0};
@@ -190,9 +225,8 @@ TEST_CASE("concurrent read-modify-write transactions lose no update") {
   MESSAGE(conflicts.load() << " conflicts retried");
 }
 
-TEST_CASE("reads without for_update do not conflict") {
-  test::TempDir dir;
-  auto store = open_store(dir / "db");
+KV_TEST("reads without for_update do not conflict") {
+  OPEN_STORE(engine, store);
   put_all(*store, {{"k", "0"}});
   auto t1 = store->begin();
   auto t2 = store->begin();
@@ -204,9 +238,8 @@ TEST_CASE("reads without for_update do not conflict") {
   CHECK(t2->commit().ok());
 }
 
-TEST_CASE("scan honours ranges and limits") {
-  test::TempDir dir;
-  auto store = open_store(dir / "db");
+KV_TEST("scan honours ranges and limits") {
+  OPEN_STORE(engine, store);
   Pairs all;
   for (int i = 0; i < 50; ++i) {
     char key[16];
@@ -236,9 +269,8 @@ TEST_CASE("scan honours ranges and limits") {
   CHECK(collect(*txn, "d/", "d/~", 2) == Pairs(all.begin(), all.begin() + 2));
 }
 
-TEST_CASE("last finds the greatest key of a range") {
-  test::TempDir dir;
-  auto store = open_store(dir / "db");
+KV_TEST("last finds the greatest key of a range") {
+  OPEN_STORE(engine, store);
   std::string k, v;
   CHECK(store->last("seq/", kv::prefix_end("seq/"), &k, &v).not_found());
 
@@ -257,10 +289,11 @@ TEST_CASE("last finds the greatest key of a range") {
   CHECK(k == "sez");
 }
 
-TEST_CASE("committed data survives reopening the store") {
-  test::TempDir dir;
+KV_TEST("committed data survives reopening the store") {
+  Engine engine;
+  if (!engine.available()) return;
   {
-    auto store = open_store(dir / "db");
+    auto store = engine.open();
     put_all(*store, {{"persist/1", "one"}});
     auto txn = store->begin();
     txn->put("persist/2", "two");
@@ -269,14 +302,54 @@ TEST_CASE("committed data survives reopening the store") {
     auto dropped = store->begin();
     dropped->put("persist/3", "never committed");
   }
-  auto store = open_store(dir / "db");
+  auto store = engine.open();
   CHECK(collect(*store, "persist/", kv::prefix_end("persist/")) ==
         Pairs{{"persist/1", "one"}, {"persist/2", "two"}});
 }
 
-TEST_CASE("engine properties are readable and unknown ones are absent") {
+KV_TEST("scans page through many keys, merged with a transaction's writes") {
+  OPEN_STORE(engine, store);
+  Pairs all;
+  for (int i = 0; i < 3000; ++i) {
+    char key[16];
+    std::snprintf(key, sizeof key, "p/%05d", i);
+    all.emplace_back(key, std::string(i % 7, 'v'));
+  }
+  put_all(*store, all);
+  CHECK(collect(*store, "p/", kv::prefix_end("p/")) == all);
+  auto txn = store->begin();
+  Pairs expect;
+  for (int i = 0; i < 3000; ++i) {
+    if (i % 3 == 0) {
+      txn->erase(all[i].first);
+      continue;
+    }
+    expect.push_back(all[i]);
+    if (i % 5 == 0) {
+      txn->put(all[i].first, "changed");
+      expect.back().second = "changed";
+    }
+  }
+  txn->put("p/99999", "last");
+  expect.emplace_back("p/99999", "last");
+  CHECK(collect(*txn, "p/", kv::prefix_end("p/")) == expect);
+  CHECK(collect(*txn, "p/", kv::prefix_end("p/"), 1000) == Pairs(expect.begin(), expect.begin() + 1000));
+}
+
+KV_TEST("binary keys and values keep every byte and sort as unsigned bytes") {
+  OPEN_STORE(engine, store);
+  std::string zero("k\0\x01", 3), high("k\xff", 2), low("k\x7f", 2);
+  std::string value("\0\xff\x80 binary\0", 12);
+  put_all(*store, {{zero, value}, {high, "h"}, {low, "l"}});
+  std::string v;
+  REQUIRE(store->get(zero, &v).ok());
+  CHECK(v == value);
+  CHECK(collect(*store, "k", "l") == Pairs{{zero, value}, {low, "l"}, {high, "h"}});
+}
+
+TEST_CASE("rocksdb: engine properties are readable and unknown ones are absent") {
   test::TempDir dir;
-  auto store = open_store(dir / "db");
+  auto store = open_at("rocksdb:" + (dir / "db"));
   put_all(*store, {{"k", std::string(1000, 'x')}});
   auto mem = store->property("rocksdb.cur-size-all-mem-tables");
   REQUIRE(mem.has_value());
@@ -286,7 +359,7 @@ TEST_CASE("engine properties are readable and unknown ones are absent") {
   CHECK_FALSE(store->property("no.such.property").has_value());
 }
 
-TEST_CASE("opening a store where a file is in the way fails with a message") {
+TEST_CASE("rocksdb: opening a store where a file is in the way fails with a message") {
   test::TempDir dir;
   std::FILE* f = std::fopen((dir / "file").c_str(), "w");
   REQUIRE(f != nullptr);
@@ -296,4 +369,64 @@ TEST_CASE("opening a store where a file is in the way fails with a message") {
   CHECK(store == nullptr);
   CHECK_FALSE(st.ok());
   CHECK_FALSE(st.message.empty());
+}
+
+TEST_CASE("a metadata address that names no engine is refused with a message") {
+  kv::Status st;
+  for (const char* address : {"mysql://x", "rocksdb:", "", "/plain/path"}) {
+    CHECK(kv::open_address(address, {}, 1, &st) == nullptr);
+    CHECK(st.code == Code::invalid);
+    CHECK_FALSE(st.message.empty());
+  }
+}
+
+TEST_CASE("postgres: an unreachable server fails at open with a message") {
+  kv::Status st;
+  // Port 1 on loopback: nothing listens there.
+  auto store = kv::open_address("postgresql://postgres@127.0.0.1:1/postgres?connect_timeout=2", {}, 1, &st);
+  CHECK(store == nullptr);
+  CHECK(st.code == Code::io_error);
+  CHECK(st.message.find("PostgreSQL") != std::string::npos);
+}
+
+TEST_CASE("postgres: a schema of another version is refused, not used") {
+  PostgresEngine engine;
+  if (!engine.available()) return;
+  { engine.open(); }
+  PGconn* c = PQconnectdb(engine.address.c_str());
+  PGresult* r = PQexec(c, "UPDATE weft_schema SET version = 99");
+  CHECK(PQresultStatus(r) == PGRES_COMMAND_OK);
+  PQclear(r);
+  PQfinish(c);
+  kv::Status st;
+  CHECK(kv::open_address(engine.address, {}, 1, &st) == nullptr);
+  CHECK(st.code == Code::invalid);
+  CHECK(st.message.find("version 99") != std::string::npos);
+}
+
+TEST_CASE("postgres: the store reconnects after the server restarts, keeping what it committed") {
+  PostgresEngine engine;
+  if (!engine.available()) return;
+  auto store = engine.open();
+  put_all(*store, {{"before", "1"}});
+  REQUIRE(engine.server->restart());
+  // Reads are sent again over a reopened connection.
+  std::string v;
+  REQUIRE(store->get("before", &v).ok());
+  CHECK(v == "1");
+  // A commit is not (it may have been applied before the break): at most
+  // one fails, and the pool reopens every connection made before.
+  kv::Status st;
+  int failed = 0;
+  for (int i = 0; i < 8; ++i) {
+    auto txn = store->begin();
+    txn->put("after/" + std::to_string(i), "2");
+    st = txn->commit();
+    if (!st.ok()) {
+      CHECK(st.code == Code::io_error);
+      ++failed;
+    }
+  }
+  CHECK(failed <= 1);
+  CHECK(collect(*store, "after/", kv::prefix_end("after/")).size() == static_cast<std::size_t>(8 - failed));
 }

@@ -1,0 +1,477 @@
+// The PostgreSQL engine of the kv interface, for several gateway nodes that
+// share one namespace (and, through the wire protocol, CockroachDB or
+// YugabyteDB). One table of (key, value) byte strings: bytea compares as
+// memcmp then length, which is the interface's key order.
+//
+// Transactions are optimistic, as with RocksDB: a Txn reads committed state
+// through the pool and buffers its writes; commit() sends everything in one
+// round trip to a server-side function that checks the keys read for update
+// still hold the values read (absent ones still absent) and applies the
+// writes, in a SERIALIZABLE transaction so that a concurrent insert of a key
+// checked as absent is caught too. A failed check or a serialisation failure
+// is Code::conflict: the caller retries from scratch.
+#include "backend/kv/kv.hpp"
+
+#include <libpq-fe.h>
+#include <spdlog/spdlog.h>
+
+#include <arpa/inet.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace weft::kv {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+constexpr Oid kByteaOid = 17;
+constexpr Oid kByteaArrayOid = 1001;
+constexpr Oid kBoolOid = 16;
+// Rows fetched per round trip while scanning.
+constexpr std::size_t kScanPage = 512;
+
+// The schema, created (or brought up to date) by the first node that opens
+// an empty database. The advisory lock keeps two nodes starting at once from
+// racing through it.
+constexpr const char* kSchema = R"sql(
+SELECT pg_advisory_xact_lock(7365726166);
+CREATE TABLE IF NOT EXISTS weft_schema (version integer NOT NULL);
+CREATE TABLE IF NOT EXISTS weft_kv (k bytea PRIMARY KEY, v bytea NOT NULL);
+CREATE OR REPLACE FUNCTION weft_kv_commit(ck bytea[], cv bytea[], pk bytea[], pv bytea[],
+                                          dk bytea[], durable boolean)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  cur bytea;
+BEGIN
+  IF NOT durable THEN
+    PERFORM set_config('synchronous_commit', 'off', true);
+  END IF;
+  FOR i IN 1 .. coalesce(array_length(ck, 1), 0) LOOP
+    cur := NULL;
+    SELECT v INTO cur FROM weft_kv WHERE k = ck[i] FOR UPDATE;
+    IF cur IS DISTINCT FROM cv[i] THEN
+      RETURN false;
+    END IF;
+  END LOOP;
+  DELETE FROM weft_kv WHERE k = ANY (dk);
+  INSERT INTO weft_kv (k, v) SELECT * FROM unnest(pk, pv)
+    ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v;
+  RETURN true;
+END $$;
+)sql";
+
+using PgResult = std::unique_ptr<PGresult, decltype(&PQclear)>;
+
+// Every statement runs serialisable: commit's checks depend on it, and reads
+// then see one consistent snapshot each. Session settings, so they are made
+// again whenever a connection is reopened.
+void configure(PGconn* c) {
+  if (PQstatus(c) != CONNECTION_OK) return;
+  // The server's notices (a schema that already exists, a shutdown) go to
+  // the log, not to stderr.
+  PQsetNoticeProcessor(
+      c, [](void*, const char* message) { spdlog::debug("PostgreSQL: {}", message); }, nullptr);
+  PgResult r(PQexec(c, "SET default_transaction_isolation = 'serializable'"), PQclear);
+}
+
+void reopen(PGconn* c) {
+  PQreset(c);
+  configure(c);
+}
+
+// A connection from the pool, returned on destruction.
+class Pool;
+class Conn {
+ public:
+  Conn(Pool& pool, PGconn* c) : pool_(&pool), c_(c) {}
+  Conn(Conn&& o) noexcept : pool_(o.pool_), c_(std::exchange(o.c_, nullptr)) {}
+  ~Conn();
+  PGconn* get() const { return c_; }
+  // This connection found the server gone: every pooled one is stale.
+  void broken();
+
+ private:
+  Pool* pool_;
+  PGconn* c_;
+};
+
+// libpq connections are not thread-safe; the namespace calls from many
+// threads, so each call borrows one connection for its duration.
+class Pool {
+ public:
+  ~Pool() {
+    for (auto& [c, generation] : idle_) PQfinish(c);
+  }
+
+  Status fill(const std::string& conninfo, std::size_t n) {
+    conninfo_ = conninfo;
+    for (std::size_t i = 0; i < n; ++i) {
+      PGconn* c = connect();
+      if (PQstatus(c) != CONNECTION_OK) {
+        Status s{Code::io_error, std::string("cannot connect to PostgreSQL: ") + PQerrorMessage(c)};
+        PQfinish(c);
+        return s;
+      }
+      idle_.emplace_back(c, generation_);
+    }
+    return Status::Ok();
+  }
+
+  Conn acquire() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !idle_.empty(); });
+    auto [c, generation] = idle_.back();
+    idle_.pop_back();
+    bool stale = generation != generation_;
+    lock.unlock();
+    // Once one connection found the server gone (a restart, an outage), all
+    // connections made before are reopened on their next use, so an outage
+    // costs one failed call, not one per pooled connection.
+    if (stale || PQstatus(c) != CONNECTION_OK) reopen(c);
+    return Conn(*this, c);
+  }
+
+  void release(PGconn* c) {
+    {
+      std::lock_guard lock(mu_);
+      idle_.emplace_back(c, generation_);
+    }
+    cv_.notify_one();
+  }
+
+  void broken() {
+    std::lock_guard lock(mu_);
+    generation_++;
+  }
+
+ private:
+  PGconn* connect() {
+    PGconn* c = PQconnectdb(conninfo_.c_str());
+    configure(c);
+    return c;
+  }
+
+  std::string conninfo_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::pair<PGconn*, std::uint64_t>> idle_;  // with the generation made in
+  std::uint64_t generation_ = 0;
+};
+
+Conn::~Conn() {
+  if (c_) pool_->release(c_);
+}
+
+void Conn::broken() { pool_->broken(); }
+
+Status error_of(PGconn* c, const PGresult* r) {
+  const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  std::string message = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
+  while (!message.empty() && message.back() == '\n') message.pop_back();
+  // 40001 serialization_failure, 40P01 deadlock_detected: retry the whole
+  // transaction.
+  if (state && (std::strcmp(state, "40001") == 0 || std::strcmp(state, "40P01") == 0))
+    return {Code::conflict, message};
+  if (state && std::strncmp(state, "22", 2) == 0) return {Code::invalid, message};
+  return {Code::io_error, "PostgreSQL: " + message};
+}
+
+// Runs one statement with binary parameters and binary results.
+struct Param {
+  Oid type;
+  std::string bytes;
+};
+
+// A statement that only reads (`idempotent`) is sent again, once, over a
+// reopened connection when the first attempt found the connection broken;
+// a commit is not, since it may have been applied before the break.
+PgResult exec(Conn& conn, const char* sql, const std::vector<Param>& params, Status* status,
+              bool idempotent = true) {
+  PGconn* c = conn.get();
+  std::vector<Oid> types;
+  std::vector<const char*> values;
+  std::vector<int> lengths, formats;
+  for (const auto& p : params) {
+    types.push_back(p.type);
+    values.push_back(p.bytes.data());
+    lengths.push_back(static_cast<int>(p.bytes.size()));
+    formats.push_back(1);
+  }
+  auto send = [&] {
+    return PgResult(PQexecParams(c, sql, static_cast<int>(params.size()), types.data(), values.data(),
+                                 lengths.data(), formats.data(), 1),
+                    PQclear);
+  };
+  PgResult r = send();
+  auto st = PQresultStatus(r.get());
+  if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && PQstatus(c) == CONNECTION_BAD) {
+    conn.broken();
+    if (idempotent) {
+      reopen(c);
+      r = send();
+      st = PQresultStatus(r.get());
+    }
+  }
+  *status = (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) ? Status::Ok() : error_of(c, r.get());
+  return r;
+}
+
+Param bytea(std::string_view s) { return {kByteaOid, std::string(s)}; }
+
+void put_u32(std::string& out, std::uint32_t v) {
+  v = htonl(v);
+  out.append(reinterpret_cast<const char*>(&v), 4);
+}
+
+// A one-dimensional bytea[] in PostgreSQL's binary array format (libpq has
+// no encoder for arrays); nullopt elements are NULL.
+Param bytea_array(const std::vector<std::optional<std::string_view>>& items) {
+  std::string out;
+  bool has_null = false;
+  for (const auto& i : items) has_null = has_null || !i;
+  put_u32(out, items.empty() ? 0 : 1);  // dimensions
+  put_u32(out, has_null ? 1 : 0);
+  put_u32(out, kByteaOid);
+  if (!items.empty()) {
+    put_u32(out, static_cast<std::uint32_t>(items.size()));
+    put_u32(out, 1);  // lower bound
+  }
+  for (const auto& i : items) {
+    if (!i) {
+      put_u32(out, 0xffffffffu);
+      continue;
+    }
+    put_u32(out, static_cast<std::uint32_t>(i->size()));
+    out.append(*i);
+  }
+  return {kByteaArrayOid, std::move(out)};
+}
+
+std::string_view field(const PGresult* r, int row, int col) {
+  return {PQgetvalue(r, row, col), static_cast<std::size_t>(PQgetlength(r, row, col))};
+}
+
+// Committed rows of [begin, end) from `after` on (exclusive when set), one page.
+PgResult fetch_page(Conn& c, std::string_view begin, std::string_view end,
+                    const std::optional<std::string>& after, std::size_t page, Status* status) {
+  std::vector<Param> params{after ? bytea(*after) : bytea(begin)};
+  std::string sql = after ? "SELECT k, v FROM weft_kv WHERE k > $1" : "SELECT k, v FROM weft_kv WHERE k >= $1";
+  if (!end.empty()) {
+    params.push_back(bytea(end));
+    sql += " AND k < $2";
+  }
+  sql += " ORDER BY k LIMIT " + std::to_string(page);
+  return exec(c, sql.c_str(), params, status);
+}
+
+// Walks the committed rows of [begin, end) merged with `overlay` (a
+// transaction's pending writes; nullopt = erased), calling fn in key order.
+using Overlay = std::map<std::string, std::optional<std::string>, std::less<>>;
+
+Status merged_scan(Pool& pool, std::string_view begin, std::string_view end, std::size_t limit,
+                   const Overlay* overlay, const ScanFn& fn) {
+  auto conn = pool.acquire();
+  Overlay::const_iterator o, o_end;
+  if (overlay) {
+    o = overlay->lower_bound(begin);
+    o_end = end.empty() ? overlay->end() : overlay->lower_bound(end);
+  }
+  std::size_t emitted = 0;
+  auto emit = [&](std::string_view k, std::string_view v) {
+    if (!fn(k, v)) return false;
+    return !(limit != 0 && ++emitted == limit);
+  };
+  std::optional<std::string> after;
+  for (;;) {
+    Status st;
+    auto page = fetch_page(conn, begin, end, after, kScanPage, &st);
+    if (!st.ok()) return st;
+    int rows = PQntuples(page.get());
+    for (int i = 0; i < rows; ++i) {
+      std::string_view k = field(page.get(), i, 0);
+      // Pending writes that sort before this row come first.
+      for (; overlay && o != o_end && o->first < k; ++o)
+        if (o->second && !emit(o->first, *o->second)) return Status::Ok();
+      if (overlay && o != o_end && o->first == k) {
+        bool keep = o->second && !emit(o->first, *o->second);
+        ++o;
+        if (keep) return Status::Ok();
+        continue;
+      }
+      if (!emit(k, field(page.get(), i, 1))) return Status::Ok();
+    }
+    if (static_cast<std::size_t>(rows) < kScanPage) break;
+    after = std::string(field(page.get(), rows - 1, 0));
+  }
+  for (; overlay && o != o_end; ++o)
+    if (o->second && !emit(o->first, *o->second)) break;
+  return Status::Ok();
+}
+
+Status get_committed(Pool& pool, std::string_view key, std::string* value) {
+  auto conn = pool.acquire();
+  Status st;
+  auto r = exec(conn, "SELECT v FROM weft_kv WHERE k = $1", {bytea(key)}, &st);
+  if (!st.ok()) return st;
+  if (PQntuples(r.get()) == 0) return {Code::not_found, "not found"};
+  value->assign(field(r.get(), 0, 0));
+  return Status::Ok();
+}
+
+class PgTxn final : public Txn {
+ public:
+  explicit PgTxn(Pool& pool) : pool_(pool) {}
+
+  Status get(std::string_view key, std::string* value, bool for_update) override {
+    if (auto w = writes_.find(key); w != writes_.end()) {
+      if (!w->second) return {Code::not_found, "not found"};
+      *value = *w->second;
+      return Status::Ok();
+    }
+    Status st = get_committed(pool_, key, value);
+    if (for_update && (st.ok() || st.not_found()) && !checks_.count(key))
+      checks_.emplace(std::string(key), st.ok() ? std::optional<std::string>(*value) : std::nullopt);
+    return st;
+  }
+
+  void put(std::string_view key, std::string_view value) override {
+    writes_.insert_or_assign(std::string(key), std::string(value));
+  }
+
+  void erase(std::string_view key) override { writes_.insert_or_assign(std::string(key), std::nullopt); }
+
+  Status scan(std::string_view begin, std::string_view end, std::size_t limit,
+              const ScanFn& fn) override {
+    return merged_scan(pool_, begin, end, limit, &writes_, fn);
+  }
+
+  Status commit(Durability durability) override {
+    std::vector<std::optional<std::string_view>> ck, cv, pk, pv, dk;
+    for (const auto& [k, v] : checks_) {
+      ck.emplace_back(k);
+      cv.push_back(v ? std::optional<std::string_view>(*v) : std::nullopt);
+    }
+    for (const auto& [k, v] : writes_) {
+      if (v) {
+        pk.emplace_back(k);
+        pv.emplace_back(*v);
+      } else {
+        dk.emplace_back(k);
+      }
+    }
+    std::vector<Param> params{bytea_array(ck), bytea_array(cv), bytea_array(pk), bytea_array(pv),
+                              bytea_array(dk),
+                              {kBoolOid, std::string(1, durability == Durability::sync ? 1 : 0)}};
+    auto conn = pool_.acquire();
+    Status st;
+    auto r = exec(conn, "SELECT weft_kv_commit($1, $2, $3, $4, $5, $6)", params, &st, false);
+    if (!st.ok()) return st;
+    if (PQntuples(r.get()) != 1 || PQgetlength(r.get(), 0, 0) != 1)
+      return {Code::io_error, "PostgreSQL: unexpected reply to commit"};
+    if (PQgetvalue(r.get(), 0, 0)[0] == 0)
+      return {Code::conflict, "a key read for update was changed by another transaction"};
+    return Status::Ok();
+  }
+
+ private:
+  Pool& pool_;
+  Overlay writes_;
+  std::map<std::string, std::optional<std::string>, std::less<>> checks_;
+};
+
+class PgStore final : public Store {
+ public:
+  std::unique_ptr<Txn> begin() override { return std::make_unique<PgTxn>(pool_); }
+
+  Status get(std::string_view key, std::string* value) override {
+    return get_committed(pool_, key, value);
+  }
+
+  Status scan(std::string_view begin, std::string_view end, std::size_t limit,
+              const ScanFn& fn) override {
+    return merged_scan(pool_, begin, end, limit, nullptr, fn);
+  }
+
+  Status last(std::string_view begin, std::string_view end, std::string* key,
+              std::string* value) override {
+    auto conn = pool_.acquire();
+    std::vector<Param> params{bytea(begin)};
+    std::string sql = "SELECT k, v FROM weft_kv WHERE k >= $1";
+    if (!end.empty()) {
+      params.push_back(bytea(end));
+      sql += " AND k < $2";
+    }
+    sql += " ORDER BY k DESC LIMIT 1";
+    Status st;
+    auto r = exec(conn, sql.c_str(), params, &st);
+    if (!st.ok()) return st;
+    if (PQntuples(r.get()) == 0) return {Code::not_found, "no key in range"};
+    key->assign(field(r.get(), 0, 0));
+    value->assign(field(r.get(), 0, 1));
+    return Status::Ok();
+  }
+
+  Status flush() override {
+    // Commits made with synchronous_commit off are in the server's WAL
+    // buffers; a transaction that takes a transaction id commits with a
+    // synchronous WAL flush, which makes everything before it durable too.
+    auto conn = pool_.acquire();
+    Status st;
+    exec(conn, "SELECT txid_current()", {}, &st);
+    return st;
+  }
+
+  std::optional<std::uint64_t> property(std::string_view name) override {
+    if (name != "postgres.table-bytes") return std::nullopt;
+    auto conn = pool_.acquire();
+    Status st;
+    auto r = exec(conn, "SELECT pg_total_relation_size('weft_kv')::text", {}, &st);
+    if (!st.ok() || PQntuples(r.get()) != 1) return std::nullopt;
+    return std::stoull(std::string(field(r.get(), 0, 0)));
+  }
+
+  Status open(const PostgresOptions& o) {
+    if (auto s = pool_.fill(o.conninfo, o.connections ? o.connections : 1); !s.ok()) return s;
+    auto conn = pool_.acquire();
+    // The schema statements run as one transaction (a multi-statement
+    // simple query is one), so a half-made schema is never seen.
+    PgResult made(PQexec(conn.get(), kSchema), PQclear);
+    if (PQresultStatus(made.get()) != PGRES_TUPLES_OK && PQresultStatus(made.get()) != PGRES_COMMAND_OK)
+      return {Code::io_error, "cannot create the metadata schema: " + error_of(conn.get(), made.get()).message};
+    Status st;
+    auto r = exec(conn, "SELECT max(version)::text FROM weft_schema", {}, &st);
+    if (!st.ok()) return st;
+    if (PQgetisnull(r.get(), 0, 0)) {
+      exec(conn, ("INSERT INTO weft_schema VALUES (" + std::to_string(kSchemaVersion) + ")").c_str(),
+           {}, &st);
+      return st;
+    }
+    int version = std::stoi(std::string(field(r.get(), 0, 0)));
+    if (version != kSchemaVersion)
+      return {Code::invalid, "the metadata schema is at version " + std::to_string(version) +
+                                 "; this weft reads version " + std::to_string(kSchemaVersion)};
+    return Status::Ok();
+  }
+
+ private:
+  Pool pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> open_postgres(const PostgresOptions& options, Status* error) {
+  auto store = std::make_unique<PgStore>();
+  if (auto s = store->open(options); !s.ok()) {
+    *error = std::move(s);
+    return nullptr;
+  }
+  *error = Status::Ok();
+  return store;
+}
+
+}  // namespace weft::kv
