@@ -53,17 +53,21 @@ struct EntryKeyHash {
 };
 
 // Hands out numbers from a persisted counter in batches, so that a number is
-// never given twice, even across crashes, without a write per number.
+// never given twice, even across crashes or by two nodes sharing the
+// metadata store, without a write per number: each batch is claimed with a
+// read-modify-write of the counter that conflicts with any other claim.
 class Allocator {
  public:
   Allocator(std::string key, std::uint64_t batch) : key_(std::move(key)), batch_(batch) {}
-  kv::Status init(kv::Store& store, std::uint64_t first);
+  // `first`: the first number of a store that has no counter yet.
+  void init(std::uint64_t first) { first_ = first; }
   Result<std::uint64_t> next(kv::Store& store);
 
  private:
   std::mutex mu_;
   std::string key_;
   std::uint64_t batch_;
+  std::uint64_t first_ = 1;
   std::uint64_t next_ = 0, limit_ = 0;
 };
 

@@ -71,30 +71,27 @@ Sha256 to_sha(const data::Digest& d) {
 // ---------------------------------------------------------------------------
 // Allocator
 
-kv::Status Allocator::init(kv::Store& store, std::uint64_t first) {
-  std::lock_guard lock(mu_);
-  std::string v;
-  kv::Status s = store.get(key_, &v);
-  if (s.not_found()) {
-    next_ = limit_ = first;
-    return {};
-  }
-  if (!s.ok()) return s;
-  if (v.size() != 8) return {kv::Code::corruption, "bad counter " + key_};
-  next_ = limit_ = rec::get_be64(v, 0);
-  return {};
-}
-
 Result<std::uint64_t> Allocator::next(kv::Store& store) {
   std::lock_guard lock(mu_);
-  if (next_ == limit_) {
-    std::string v;
-    std::uint64_t limit = limit_ + batch_;
-    for (int i = 7; i >= 0; --i) v.push_back(static_cast<char>((limit >> (i * 8)) & 0xff));
+  while (next_ == limit_) {
     auto txn = store.begin();
+    std::string v;
+    kv::Status s = txn->get(key_, &v, /*for_update=*/true);
+    std::uint64_t start = first_;
+    if (s.ok()) {
+      if (v.size() != 8) return Errc::io;
+      start = rec::get_be64(v, 0);
+    } else if (!s.not_found()) {
+      return make_error_code(from_kv(s));
+    }
+    std::uint64_t limit = start + batch_;
+    v.clear();
+    for (int i = 7; i >= 0; --i) v.push_back(static_cast<char>((limit >> (i * 8)) & 0xff));
     txn->put(key_, v);
-    kv::Status s = txn->commit(kv::Durability::sync);
+    s = txn->commit(kv::Durability::sync);
+    if (s.conflict()) continue;  // another node claimed a batch first
     if (!s.ok()) return make_error_code(from_kv(s));
+    next_ = start;
     limit_ = limit;
   }
   return next_++;
@@ -1053,8 +1050,8 @@ Status Namespace::Impl::start() {
     std::string clean;
     unclean = !kv->get(rec::key_meta("clean"), &clean).ok() || clean != "1";
   }
-  if (auto s = ino_alloc.init(*kv, kRootIno + 1); !s.ok()) return from_kv(s);
-  if (auto s = fid_alloc.init(*kv, 1); !s.ok()) return from_kv(s);
+  ino_alloc.init(kRootIno + 1);
+  fid_alloc.init(1);
   if (auto s = recover_counters(); !s) return s;
   register_metrics();
   if (auto s = load_identity(); !s) return s;
