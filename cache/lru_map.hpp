@@ -27,7 +27,7 @@ class LruMap {
     std::lock_guard lock(s.mu);
     auto it = s.index.find(key);
     if (it == s.index.end()) return std::nullopt;
-    s.order.splice(s.order.begin(), s.order, it->second);
+    if (it->second != s.order.begin()) s.order.splice(s.order.begin(), s.order, it->second);
     return it->second->second;
   }
 

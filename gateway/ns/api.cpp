@@ -18,7 +18,7 @@ Result<T> observed(Namespace::Impl& im, Op op, const OpContext* ctx, F&& fn) {
   auto start = std::chrono::steady_clock::now();
   Result<T> r = [&]() -> Result<T> {
     if (ctx)
-      if (auto s = im.check_ctx(*ctx); !s) return s.error();
+      if (auto s = im.check_ctx(*ctx, start); !s) return s.error();
     if (im.closed.load()) return Errc::unavailable;
     return fn();
   }();
@@ -160,7 +160,8 @@ Task<Handle> Namespace::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
   WEFT_BLOCKING(Handle, open, &ctx, return impl_->open(ctx, ino, flags));
 }
 Task<Handle> Namespace::stage(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode) {
-  WEFT_BLOCKING(Handle, stage, &ctx, return impl_->stage(ctx, dir, name, mode));
+  // Staging only checks permissions and makes an in-memory file.
+  WEFT_INLINE(Handle, stage, &ctx, return impl_->stage(ctx, dir, name, mode));
 }
 Task<std::size_t> Namespace::read(const OpContext& ctx, Handle h, std::uint64_t offset,
                                   std::span<std::byte> out) {

@@ -167,10 +167,7 @@ Snapshot::~Snapshot() {
 
 Result<Handle> Namespace::Impl::stage(const OpContext& ctx, Ino dir, std::string_view name,
                                       std::uint32_t mode) {
-  if (name.size() > 255) return Errc::name_too_long;
-  if (name.empty() || name == "." || name == ".." ||
-      name.find_first_of(std::string_view("/\0", 2)) != std::string_view::npos)
-    return Errc::bad_name;
+  if (auto s = check_name(name); !s) return s.error();
   if (auto s = may_write_export(ctx); !s) return s.error();
   auto d = load_inode(dir);
   if (!d) return d.error();

@@ -33,6 +33,9 @@
 namespace weft::ns {
 
 std::int64_t now_ns();
+// Errc::name_too_long or Errc::bad_name unless `name` is a valid entry name:
+// 1..255 bytes, no "/" or NUL, not "." or "..".
+Status check_name(std::string_view name);
 Sha256 to_sha(const data::Digest& d);
 
 enum class Op : std::uint8_t {
@@ -203,7 +206,8 @@ struct Namespace::Impl {
   // --- helpers (namespace.cpp)
   std::mutex& stripe(Ino ino) { return stripes[(ino * 0x9E3779B97F4A7C15ull) >> 54]; }
   std::vector<std::unique_lock<std::mutex>> lock_inodes(std::vector<Ino> inos);
-  Status check_ctx(const OpContext& ctx) const;
+  // `now`: the caller's clock reading, so a call reads the clock once.
+  Status check_ctx(const OpContext& ctx, std::chrono::steady_clock::time_point now) const;
   Result<rec::InodeRec> load_inode(Ino ino);                 // cache, then store
   Result<rec::InodeRec> txn_inode(kv::Txn& txn, Ino ino);    // read for update
   Result<rec::EntryRec> load_entry(Ino dir, std::string_view name);

@@ -46,6 +46,8 @@ Errc from_kv(const kv::Status& s) {
 }
 
 // Names as they may be stored: 1..255 bytes, no '/' or NUL, not "." or "..".
+}  // namespace
+
 Status check_name(std::string_view name) {
   if (name.size() > kMaxName) return Errc::name_too_long;
   if (name.empty() || name == "." || name == ".." ||
@@ -53,8 +55,6 @@ Status check_name(std::string_view name) {
     return Errc::bad_name;
   return {};
 }
-
-}  // namespace
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -250,10 +250,10 @@ Attr Namespace::Impl::live_attr(const rec::InodeRec& r) {
 // ---------------------------------------------------------------------------
 // Permission
 
-Status Namespace::Impl::check_ctx(const OpContext& ctx) const {
+Status Namespace::Impl::check_ctx(const OpContext& ctx, std::chrono::steady_clock::time_point now) const {
   if (closed.load()) return Errc::unavailable;
   if (ctx.cancelled && ctx.cancelled->load()) return Errc::cancelled;
-  if (std::chrono::steady_clock::now() > ctx.deadline) return Errc::timed_out;
+  if (now > ctx.deadline) return Errc::timed_out;
   return {};
 }
 
@@ -416,7 +416,6 @@ Result<Attr> Namespace::Impl::lookup(const OpContext& ctx, Ino dir, std::string_
     if (!p) return p.error();
     return live_attr(*p);
   }
-  if (name.size() > kMaxName) return Errc::name_too_long;
   if (auto s = check_name(name); !s) return s.error();
   auto e = load_entry(dir, name);
   if (!e) return e.error();
