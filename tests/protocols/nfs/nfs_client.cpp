@@ -11,15 +11,7 @@
 //   nfs_client getattr PORT HEXHANDLE   GETATTR of a handle from an earlier run
 //
 // Prints one line per check; exits 1 at the first failure.
-// libnfs.h first: the raw headers use its EXTERN macro.
-#include <nfsc/libnfs.h>
-#include <nfsc/libnfs-raw.h>
-#include <nfsc/libnfs-raw-mount.h>
-#include <nfsc/libnfs-raw-nfs.h>
-#include <nfsc/libnfs-raw-portmap.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <unistd.h>
+#include "libnfs_rpc.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -32,26 +24,12 @@
 
 namespace {
 
-[[noreturn]] void fail(const std::string& what) {
-  std::printf("FAIL %s\n", what.c_str());
-  std::fflush(stdout);
-  std::exit(1);
-}
+using namespace weft::nfs_test;
 
 void check(bool ok, const std::string& what) {
   if (!ok) fail(what);
   std::printf("ok   %s\n", what.c_str());
 }
-
-using Fh = std::string;
-
-nfs_fh3 fh3(const Fh& fh) {
-  nfs_fh3 out{};
-  out.data.data_len = static_cast<u_int>(fh.size());
-  out.data.data_val = const_cast<char*>(fh.data());
-  return out;
-}
-Fh fh_of(const nfs_fh3& f) { return Fh(f.data.data_val, f.data.data_len); }
 
 struct Attr {
   std::uint32_t type = 0, mode = 0, nlink = 0;
@@ -61,58 +39,6 @@ struct Attr {
 Attr attr_of(const fattr3& a) {
   return Attr{static_cast<std::uint32_t>(a.type), a.mode, a.nlink, a.size, a.fileid, a.ctime.seconds, a.ctime.nseconds};
 }
-
-// One raw RPC connection, used synchronously.
-class Rpc {
- public:
-  Rpc(int port, std::uint32_t uid = static_cast<std::uint32_t>(getuid()), std::uint32_t gid = static_cast<std::uint32_t>(getgid())) {
-    rpc_ = rpc_init_context();
-    rpc_set_auth(rpc_, libnfs_authunix_create("weft-test", uid, gid, 0, nullptr));
-    bool connected = false;
-    int st = -1;
-    Handler h = [&](int status, void*) {
-      st = status;
-      connected = true;
-    };
-    if (rpc_connect_port_async(rpc_, "127.0.0.1", port, MOUNT_PROGRAM, MOUNT_V3, trampoline, &h) != 0)
-      fail("connect");
-    wait(connected);
-    if (st != RPC_STATUS_SUCCESS) fail("connect status");
-  }
-  ~Rpc() { rpc_destroy_context(rpc_); }
-  rpc_context* ctx() { return rpc_; }
-
-  // Starts a call with `start`, waits for its reply and hands the result
-  // structure to `on_reply`. False when the RPC itself failed.
-  template <class Res>
-  bool call(const std::function<int(rpc_cb, void*)>& start, const std::function<void(Res&)>& on_reply) {
-    bool done = false;
-    bool ok = false;
-    Handler h = [&](int status, void* data) {
-      done = true;
-      ok = status == RPC_STATUS_SUCCESS;
-      if (ok) on_reply(*static_cast<Res*>(data));
-    };
-    if (start(trampoline, &h) != 0) fail(std::string("start call: ") + rpc_get_error(rpc_));
-    wait(done);
-    return ok;
-  }
-
- private:
-  using Handler = std::function<void(int, void*)>;
-  static void trampoline(rpc_context*, int status, void* data, void* priv) {
-    (*static_cast<Handler*>(priv))(status, data);
-  }
-  void wait(bool& done) {
-    while (!done) {
-      pollfd p{rpc_get_fd(rpc_), static_cast<short>(rpc_which_events(rpc_)), 0};
-      int n = poll(&p, 1, 30000);
-      if (n <= 0) fail("timeout waiting for a reply");
-      if (rpc_service(rpc_, p.revents) < 0) fail(std::string("rpc_service: ") + rpc_get_error(rpc_));
-    }
-  }
-  rpc_context* rpc_;
-};
 
 // The NFSv3 calls the checks use; each returns the nfsstat3.
 class Nfs {
@@ -697,25 +623,12 @@ int bigdir(int port, const std::string& export_path, int n) {
     args[i].where.name = files[i].data();
     args[i].how.mode = UNCHECKED;
   }
-  int next = 0, done = 0, failed = 0;
-  struct Ctx {
-    int* done;
-    int* failed;
-  } ctx{&done, &failed};
-  auto cb = [](rpc_context*, int status, void* data, void* priv) {
-    auto* c = static_cast<Ctx*>(priv);
-    ++*c->done;
-    if (status != RPC_STATUS_SUCCESS || static_cast<CREATE3res*>(data)->status != NFS3_OK) ++*c->failed;
-  };
-  while (done < n) {
-    while (next < n && next - done < 64) {
-      if (rpc_nfs3_create_async(rpc.ctx(), cb, &args[next], &ctx) != 0) fail("CREATE start");
-      ++next;
-    }
-    pollfd p{rpc_get_fd(rpc.ctx()), static_cast<short>(rpc_which_events(rpc.ctx())), 0};
-    if (poll(&p, 1, 30000) <= 0) fail("timeout creating files");
-    if (rpc_service(rpc.ctx(), p.revents) < 0) fail("rpc_service");
-  }
+  int failed = 0;
+  rpc.pipeline(
+      n, 64, [&](std::size_t i, rpc_cb cb, void* p) { return rpc_nfs3_create_async(rpc.ctx(), cb, &args[i], p); },
+      [&](std::size_t, int status, void* data) {
+        if (status != RPC_STATUS_SUCCESS || static_cast<CREATE3res*>(data)->status != NFS3_OK) ++failed;
+      });
   check(failed == 0, "created " + std::to_string(n) + " files with CREATE (64 in flight)");
   const std::set<std::string> expected(files.begin(), files.end());
   for (bool plus : {false, true}) {
@@ -811,25 +724,12 @@ int put(int port, const std::string& export_path, const std::string& name, const
     args[i].data.data_len = static_cast<u_int>(chunks[i].size());
     args[i].data.data_val = chunks[i].data();
   }
-  std::size_t next = 0, done = 0, failed = 0;
-  struct Ctx {
-    std::size_t* done;
-    std::size_t* failed;
-  } ctx{&done, &failed};
-  auto cb = [](rpc_context*, int status, void* data, void* priv) {
-    auto* c = static_cast<Ctx*>(priv);
-    ++*c->done;
-    if (status != RPC_STATUS_SUCCESS || static_cast<WRITE3res*>(data)->status != NFS3_OK) ++*c->failed;
-  };
-  while (done < chunks.size()) {
-    while (next < chunks.size() && next - done < 16) {
-      if (rpc_nfs3_write_async(rpc.ctx(), cb, &args[next], &ctx) != 0) fail("WRITE start");
-      ++next;
-    }
-    pollfd p{rpc_get_fd(rpc.ctx()), static_cast<short>(rpc_which_events(rpc.ctx())), 0};
-    if (poll(&p, 1, 30000) <= 0) fail("timeout writing");
-    if (rpc_service(rpc.ctx(), p.revents) < 0) fail("rpc_service");
-  }
+  std::size_t failed = 0;
+  rpc.pipeline(
+      chunks.size(), 16, [&](std::size_t i, rpc_cb cb, void* p) { return rpc_nfs3_write_async(rpc.ctx(), cb, &args[i], p); },
+      [&](std::size_t, int status, void* data) {
+        if (status != RPC_STATUS_SUCCESS || static_cast<WRITE3res*>(data)->status != NFS3_OK) ++failed;
+      });
   check(failed == 0, "wrote " + std::to_string(chunks.size()) + " UNSTABLE WRITEs");
   std::string verf;
   check_status(nfs.commit(f, &verf), NFS3_OK, "COMMIT");
