@@ -34,13 +34,19 @@ struct Connection;
 // own it, so it lives until the last of them is done.
 struct Server : std::enable_shared_from_this<Server> {
   Server(asio::io_context& io_, std::shared_ptr<Service> s)
-      : io(io_), strand(asio::make_strand(io_)), acceptor(strand), service(std::move(s)), sweeper(strand) {}
+      : io(io_),
+        strand(asio::make_strand(io_)),
+        acceptor(strand),
+        service(std::move(s)),
+        sweeper(strand),
+        stop_timer(strand) {}
 
   asio::io_context& io;
   asio::strand<asio::io_context::executor_type> strand;
   tcp::acceptor acceptor;
   std::shared_ptr<Service> service;
-  asio::steady_timer sweeper;  // strand only
+  asio::steady_timer sweeper;     // strand only
+  asio::steady_timer stop_timer;  // strand only: closes what is left after stop()
   tcp::endpoint bound;
 
   std::mutex mu;
@@ -143,10 +149,14 @@ awaitable<void> Connection::run() {
   read_deadline = Clock::time_point::max();
   stopping = true;
   finish_if_stopped();
+  bool last;
   {
     std::lock_guard lock(server->mu);
     server->connections.erase(this);
+    last = server->stopping && server->connections.empty();
   }
+  // The last connection gone after stop(): nothing left for the deadline.
+  if (last) asio::post(server->strand, [s = server] { s->stop_timer.cancel(); });
 }
 
 awaitable<void> Connection::serve(std::vector<std::uint8_t> record) {
@@ -241,10 +251,17 @@ void Server::stop() {
       if (auto c = w.lock()) live.push_back(std::move(c));
   }
   auto self = shared_from_this();
-  asio::post(strand, [self] {
+  const bool none_left = live.empty();
+  asio::post(strand, [self, none_left, live] {
     error_code ignored;
     self->acceptor.close(ignored);
     self->sweeper.cancel();
+    if (none_left) return;
+    self->stop_timer.expires_after(kStopDeadline);
+    self->stop_timer.async_wait([live](error_code ec) {
+      if (ec) return;
+      for (auto& c : live) asio::post(c->socket.get_executor(), [c] { c->close(); });
+    });
   });
   // Calls in flight finish and are answered; then the connection closes.
   // Whatever is still open after the deadline is closed under them.
@@ -256,10 +273,6 @@ void Server::stop() {
       c->finish_if_stopped();
     });
   }
-  auto deadline = std::make_shared<asio::steady_timer>(strand, kStopDeadline);
-  deadline->async_wait([deadline, live = std::move(live)](error_code) {
-    for (auto& c : live) asio::post(c->socket.get_executor(), [c] { c->close(); });
-  });
 }
 
 class FrontEnd final : public protocols::FrontEnd {
