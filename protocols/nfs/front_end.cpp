@@ -162,7 +162,11 @@ awaitable<void> Connection::run() {
 awaitable<void> Connection::serve(std::vector<std::uint8_t> record) {
   auto self = shared_from_this();
   std::string reply;
-  co_await server->service->handle(std::move(record), remote, reply);
+  // The call itself runs on any of the io_context's threads, not on this
+  // connection's strand: calls of one connection (a client's parallel READs)
+  // then use every core. Connection state is touched on the strand only.
+  co_await asio::co_spawn(server->io.get_executor(),
+                          server->service->handle(std::move(record), remote, reply), asio::use_awaitable);
   --in_flight;
   slot.cancel();
   if (!reply.empty() && !closed) {
