@@ -79,7 +79,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
   std::string remote;
   Clock::time_point read_deadline = Clock::time_point::max();
   Clock::time_point write_deadline = Clock::time_point::max();
-  std::deque<std::string> replies;
+  std::deque<Reply> replies;
   bool writing = false;
   unsigned in_flight = 0;
   bool stopping = false;
@@ -161,7 +161,7 @@ awaitable<void> Connection::run() {
 
 awaitable<void> Connection::serve(std::vector<std::uint8_t> record) {
   auto self = shared_from_this();
-  std::string reply;
+  Reply reply;
   // The call itself runs on any of the io_context's threads, not on this
   // connection's strand: calls of one connection (a client's parallel READs)
   // then use every core. Connection state is touched on the strand only.
@@ -169,7 +169,7 @@ awaitable<void> Connection::serve(std::vector<std::uint8_t> record) {
                           server->service->handle(std::move(record), remote, reply), asio::use_awaitable);
   --in_flight;
   slot.cancel();
-  if (!reply.empty() && !closed) {
+  if (!reply.head.empty() && !closed) {
     replies.push_back(std::move(reply));
     if (!writing) {
       writing = true;
@@ -182,7 +182,8 @@ awaitable<void> Connection::serve(std::vector<std::uint8_t> record) {
 // Sends the replies queued so far in one gathered write, then the next batch.
 awaitable<void> Connection::write_loop() {
   auto self = shared_from_this();
-  std::vector<std::string> batch;
+  static constexpr std::uint8_t kPadding[4] = {};
+  std::vector<Reply> batch;
   std::vector<asio::const_buffer> buffers;
   while (!replies.empty() && !closed) {
     batch.clear();
@@ -191,7 +192,12 @@ awaitable<void> Connection::write_loop() {
       batch.push_back(std::move(replies.front()));
       replies.pop_front();
     }
-    for (const auto& r : batch) buffers.push_back(asio::buffer(r));
+    for (const auto& r : batch) {
+      buffers.push_back(asio::buffer(r.head));
+      if (r.bulk_size == 0) continue;
+      buffers.push_back(asio::buffer(r.bulk.get(), r.bulk_size));
+      buffers.push_back(asio::buffer(kPadding, r.bulk_padding()));
+    }
     write_deadline = Clock::now() + options().write_timeout;
     auto [ec, n] = co_await asio::async_write(socket, buffers, kUse);
     if (ec) {

@@ -27,6 +27,7 @@ constexpr std::uint32_t kAccessRead = 0x1, kAccessLookup = 0x2, kAccessModify = 
 struct Call {
   Service& s;
   ns::OpContext& ctx;
+  Reply& reply;
   std::string& out;
   std::string& audit_path;
   XdrWriter w{out};
@@ -247,12 +248,6 @@ std::optional<Nfsstat3> not_a_file(const Attr& a) {
   return std::nullopt;
 }
 
-void put_u32_at(std::string& out, std::size_t at, std::uint32_t v) {
-  unsigned char b[4] = {static_cast<unsigned char>(v >> 24), static_cast<unsigned char>(v >> 16),
-                        static_cast<unsigned char>(v >> 8), static_cast<unsigned char>(v)};
-  std::memcpy(out.data() + at, b, 4);
-}
-
 awaitable<Nfsstat3> read(Call& c, const Args3& a, std::uint64_t& bytes) {
   auto obj = co_await object(c, a.fh);
   if (!obj) {
@@ -271,25 +266,22 @@ awaitable<Nfsstat3> read(Call& c, const Args3& a, std::uint64_t& bytes) {
     post_op(c.w, *obj);
     co_return st;
   }
-  const std::size_t status_at = c.out.size();
-  status(c, Nfsstat3::ok);
-  post_op(c.w, *obj);
-  const std::size_t count_at = c.out.size();
-  c.w.u32(0);  // count, eof: filled in below
-  c.w.u32(0);
   const std::uint32_t want = std::min(a.count, kMaxIo);
-  const std::size_t data_at = c.w.begin_opaque(want);
-  std::span<std::byte> into(reinterpret_cast<std::byte*>(c.w.opaque_data(data_at)), want);
+  auto data = std::make_unique_for_overwrite<std::uint8_t[]>(want);
+  std::span<std::byte> into(reinterpret_cast<std::byte*>(data.get()), want);
   auto n = co_await c.s.ns.read(c.ctx, lease->handle(), a.offset, into);
   if (!n) {
-    c.out.resize(status_at);
     auto st = status(c, n.error());
     post_op(c.w, *obj);
     co_return st;
   }
-  c.w.finish_opaque(data_at, *n);
-  put_u32_at(c.out, count_at, static_cast<std::uint32_t>(*n));
-  put_u32_at(c.out, count_at + 4, a.offset + *n >= obj->size ? 1 : 0);
+  status(c, Nfsstat3::ok);
+  post_op(c.w, *obj);
+  c.w.u32(static_cast<std::uint32_t>(*n));
+  c.w.boolean(a.offset + *n >= obj->size);
+  c.w.u32(static_cast<std::uint32_t>(*n));  // the opaque's length; its bytes follow as bulk
+  c.reply.bulk = std::move(data);
+  c.reply.bulk_size = *n;
   bytes = *n;
   co_return Nfsstat3::ok;
 }
@@ -694,8 +686,8 @@ Nfsstat3 nfsstat3_of(const std::error_code& ec) {
 }
 
 awaitable<std::optional<Nfsstat3>> serve_nfs3(Service& s, Proc3 proc, const Args3& a, ns::OpContext& ctx,
-                                              std::string& out, std::string& audit_path, std::uint64_t& bytes) {
-  Call c{s, ctx, out, audit_path};
+                                              Reply& out, std::string& audit_path, std::uint64_t& bytes) {
+  Call c{s, ctx, out, out.head, audit_path};
   switch (proc) {
     case Proc3::null: co_return Nfsstat3::ok;
     case Proc3::getattr: co_return co_await getattr(c, a);

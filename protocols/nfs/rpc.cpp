@@ -145,8 +145,10 @@ void auth_error_reply(std::string& out, std::uint32_t xid, rpc::AuthStat stat) {
   w.u32(static_cast<std::uint32_t>(stat));
 }
 
-void finish_record(std::string& out) {
-  std::uint32_t mark = 0x80000000u | static_cast<std::uint32_t>(out.size() - 4);
+void finish_record(Reply& reply) {
+  std::string& out = reply.head;
+  const std::size_t size = out.size() - 4 + reply.bulk_size + reply.bulk_padding();
+  std::uint32_t mark = 0x80000000u | static_cast<std::uint32_t>(size);
   out[0] = static_cast<char>(mark >> 24);
   out[1] = static_cast<char>(mark >> 16);
   out[2] = static_cast<char>(mark >> 8);

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -107,12 +108,21 @@ CallParse parse_call(XdrReader& in, CallHeader& out);
 // The AUTH_SYS body (RFC 5531 appendix A); nullopt when malformed.
 std::optional<AuthSys> parse_auth_sys(std::span<const std::uint8_t> body);
 
-// Reply buffers start with 4 bytes for the record mark; finish_record()
-// fills it in once the reply is complete.
+// A reply record: `head` starts with 4 bytes for the record mark, then the
+// RPC reply header and the results; a READ's data follows as `bulk` (read
+// straight into a buffer that is neither zero-filled nor copied again), then
+// its XDR padding. finish_record() fills in the mark once all is known.
+struct Reply {
+  std::string head;
+  std::unique_ptr<std::uint8_t[]> bulk;
+  std::size_t bulk_size = 0;
+  std::size_t bulk_padding() const { return (4 - (bulk_size & 3)) & 3; }
+};
+
 void begin_reply(std::string& out, std::uint32_t xid, rpc::Accept stat);
 void prog_mismatch_reply(std::string& out, std::uint32_t xid, std::uint32_t low, std::uint32_t high);
 void rpc_mismatch_reply(std::string& out, std::uint32_t xid);
 void auth_error_reply(std::string& out, std::uint32_t xid, rpc::AuthStat stat);
-void finish_record(std::string& out);
+void finish_record(Reply& out);
 
 }  // namespace weft::nfs

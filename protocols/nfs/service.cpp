@@ -93,7 +93,8 @@ std::vector<std::pair<std::string, std::string>> Service::mounts() const {
   return {mounts_.begin(), mounts_.end()};
 }
 
-awaitable<void> Service::handle(std::vector<std::uint8_t> record, std::string client, std::string& out) {
+awaitable<void> Service::handle(std::vector<std::uint8_t> record, std::string client, Reply& reply) {
+  std::string& out = reply.head;
   XdrReader in(record);
   CallHeader h;
   switch (parse_call(in, h)) {
@@ -103,12 +104,12 @@ awaitable<void> Service::handle(std::vector<std::uint8_t> record, std::string cl
     case CallParse::rpc_mismatch:
       rpc_errors_->inc();
       rpc_mismatch_reply(out, h.xid);
-      finish_record(out);
+      finish_record(reply);
       co_return;
     case CallParse::bad_cred:
       rpc_errors_->inc();
       auth_error_reply(out, h.xid, rpc::AuthStat::badcred);
-      finish_record(out);
+      finish_record(reply);
       co_return;
     case CallParse::ok:
       break;
@@ -119,13 +120,13 @@ awaitable<void> Service::handle(std::vector<std::uint8_t> record, std::string cl
     if (!sys) {
       rpc_errors_->inc();
       auth_error_reply(out, h.xid, rpc::AuthStat::badcred);
-      finish_record(out);
+      finish_record(reply);
       co_return;
     }
   } else if (h.cred.flavor != rpc::kAuthNone) {
     rpc_errors_->inc();
     auth_error_reply(out, h.xid, rpc::AuthStat::tooweak);
-    finish_record(out);
+    finish_record(reply);
     co_return;
   }
   ns::OpContext ctx;
@@ -163,7 +164,7 @@ awaitable<void> Service::handle(std::vector<std::uint8_t> record, std::string cl
         rpc_errors_->inc();
         prog_mismatch_reply(out, h.xid, 3, 3);
       } else {
-        co_await dispatch_nfs(h, in, std::move(ctx), out);
+        co_await dispatch_nfs(h, in, std::move(ctx), reply);
       }
       break;
     default:
@@ -171,10 +172,11 @@ awaitable<void> Service::handle(std::vector<std::uint8_t> record, std::string cl
       begin_reply(out, h.xid, rpc::Accept::prog_unavail);
       break;
   }
-  finish_record(out);
+  finish_record(reply);
 }
 
-awaitable<void> Service::dispatch_nfs(const CallHeader& h, XdrReader& in, ns::OpContext ctx, std::string& out) {
+awaitable<void> Service::dispatch_nfs(const CallHeader& h, XdrReader& in, ns::OpContext ctx, Reply& reply) {
+  std::string& out = reply.head;
   if (h.proc >= kProcs3) {
     rpc_errors_->inc();
     begin_reply(out, h.xid, rpc::Accept::proc_unavail);
@@ -191,7 +193,7 @@ awaitable<void> Service::dispatch_nfs(const CallHeader& h, XdrReader& in, ns::Op
   begin_reply(out, h.xid, rpc::Accept::success);
   std::string audit_path;
   std::uint64_t bytes = 0;
-  auto st = co_await serve_nfs3(*this, proc, args, ctx, out, audit_path, bytes);
+  auto st = co_await serve_nfs3(*this, proc, args, ctx, reply, audit_path, bytes);
   const OpMetrics& m = nfs_metrics_[h.proc];
   m.requests->inc();
   if (st != Nfsstat3::ok) m.errors->inc();

@@ -61,9 +61,9 @@ class Service {
           Options options);
 
   // Handles one RPC record from `client` ("ip:port"); the reply record (with
-  // its record mark) is left in `out`, or `out` stays empty when the record
-  // deserves none.
-  boost::asio::awaitable<void> handle(std::vector<std::uint8_t> record, std::string client, std::string& out);
+  // its record mark) is left in `out`, or `out.head` stays empty when the
+  // record deserves none.
+  boost::asio::awaitable<void> handle(std::vector<std::uint8_t> record, std::string client, Reply& out);
 
   void set_port(std::uint16_t port) { port_ = port; }
   OpenFiles& open_files() { return open_files_; }
@@ -95,7 +95,7 @@ class Service {
 
  private:
   boost::asio::awaitable<void> dispatch_nfs(const CallHeader& h, XdrReader& args, ns::OpContext ctx,
-                                            std::string& out);
+                                            Reply& out);
   const Options options_;
   OpenFiles open_files_;
   std::uint16_t port_ = 0;
@@ -107,14 +107,14 @@ class Service {
 };
 
 // The program handlers. Each writes the accepted reply (header and results)
-// into `out`; `args` stands at the procedure's arguments.
+// into `out` (a reply head); `args` stands at the procedure's arguments.
 boost::asio::awaitable<void> serve_portmap(Service& s, const CallHeader& h, XdrReader& args, std::string& out);
 // Returns the mount status name for metrics and audit.
 boost::asio::awaitable<std::string_view> serve_mount(Service& s, const CallHeader& h, XdrReader& args,
                                                      ns::OpContext& ctx, std::string& out);
 // Returns the NFS status of the reply (GARBAGE_ARGS: nullopt).
 boost::asio::awaitable<std::optional<Nfsstat3>> serve_nfs3(Service& s, Proc3 proc, const Args3& args,
-                                                           ns::OpContext& ctx, std::string& out,
+                                                           ns::OpContext& ctx, Reply& out,
                                                            std::string& audit_path, std::uint64_t& bytes);
 
 Nfsstat3 nfsstat3_of(const std::error_code& ec);

@@ -15,7 +15,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -108,25 +107,6 @@ class XdrWriter {
     fixed(data, n);
   }
   void string(std::string_view s) { opaque(s.data(), s.size()); }
-  // Reserves room for an opaque of up to n bytes whose content is filled in
-  // later (READ data read straight into the reply); returns where the bytes
-  // go. finish_opaque() then sets the length actually used.
-  std::size_t begin_opaque(std::size_t n) {
-    std::size_t at = out_.size();
-    out_.resize(at + 4 + ((n + 3) & ~std::size_t{3}));
-    return at;
-  }
-  char* opaque_data(std::size_t at) { return out_.data() + at + 4; }
-  void finish_opaque(std::size_t at, std::size_t used) {
-    std::uint32_t n = static_cast<std::uint32_t>(used);
-    unsigned char b[4] = {static_cast<unsigned char>(n >> 24), static_cast<unsigned char>(n >> 16),
-                          static_cast<unsigned char>(n >> 8), static_cast<unsigned char>(n)};
-    std::memcpy(out_.data() + at, b, 4);
-    std::size_t end = at + 4 + ((used + 3) & ~std::size_t{3});
-    std::memset(out_.data() + at + 4 + used, 0, end - (at + 4 + used));
-    out_.resize(end);
-  }
-
  private:
   void pad(std::size_t n) {
     static constexpr char zeros[4] = {};

@@ -175,11 +175,11 @@ TEST_CASE("RPC call header: bad input") {
 }
 
 TEST_CASE("reply headers carry the record mark and the xid") {
-  std::string out;
-  begin_reply(out, 0x01020304, rpc::Accept::garbage_args);
+  Reply out;
+  begin_reply(out.head, 0x01020304, rpc::Accept::garbage_args);
   finish_record(out);
-  REQUIRE(out.size() == 4 + 24);
-  auto b = bytes(out);
+  REQUIRE(out.head.size() == 4 + 24);
+  auto b = bytes(out.head);
   XdrReader in(b);
   CHECK(in.u32() == (0x80000000u | 24));
   CHECK(in.u32() == 0x01020304);
@@ -188,6 +188,18 @@ TEST_CASE("reply headers carry the record mark and the xid") {
   in.u32();
   in.u32();
   CHECK(in.u32() == 4);  // GARBAGE_ARGS
+}
+
+TEST_CASE("the record mark counts bulk data and its padding") {
+  Reply out;
+  begin_reply(out.head, 1, rpc::Accept::success);
+  out.bulk = std::make_unique<std::uint8_t[]>(5);
+  out.bulk_size = 5;
+  finish_record(out);
+  CHECK(out.bulk_padding() == 3);
+  auto b = bytes(out.head);
+  XdrReader in(b);
+  CHECK(in.u32() == (0x80000000u | (24 + 8)));
 }
 
 TEST_CASE("NFSv3 arguments: good, short, trailing and out of range") {
