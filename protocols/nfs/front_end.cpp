@@ -128,20 +128,20 @@ awaitable<void> Connection::run() {
     auto [ec, n] = co_await socket.async_read_some(asio::buffer(space.data(), space.size()), kUse);
     if (ec) break;
     reader.received(n);
-    for (;;) {
+    while (!closed) {
       std::vector<std::uint8_t> record;
       auto next = reader.next(record);
       if (next == RecordReader::Next::need_more) break;
       if (next == RecordReader::Next::too_large) {
         spdlog::warn("nfs: {} sent a record over {} bytes; closing the connection", remote, opt.max_record);
         close();
-        co_return;
+        break;
       }
       while (in_flight >= opt.max_in_flight && !closed) {
         slot.expires_at(Clock::time_point::max());
         co_await slot.async_wait(kUse);
       }
-      if (closed) co_return;
+      if (closed) break;
       ++in_flight;
       asio::co_spawn(socket.get_executor(), serve(std::move(record)), asio::detached);
     }
