@@ -1,5 +1,6 @@
 #include "protocols/registry.hpp"
 
+#include "protocols/nfs/front_end.hpp"
 #include "protocols/rest/front_end.hpp"
 #include "protocols/s3/front_end.hpp"
 
@@ -38,6 +39,7 @@ void register_all(Registry& registry) {
   // without one is reported as "not available in this build".
   registry.add("s3", s3::make_front_end);
   registry.add("rest", rest::make_front_end);
+  registry.add("nfs", nfs::make_front_end);
 }
 
 }  // namespace weft::protocols

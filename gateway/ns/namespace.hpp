@@ -100,6 +100,9 @@ class Namespace {
   Task<void> rename(const OpContext& ctx, Ino src_dir, std::string_view src_name, Ino dst_dir,
                     std::string_view dst_name, bool no_replace = false);
   Task<FsStat> statfs(const OpContext& ctx, Ino ino);
+  // What ctx's principal may do to `ino`: 4 read, 2 write, 1 execute/search,
+  // as the mode bits and the export allow (NFS ACCESS); see access.cpp.
+  Task<std::uint32_t> access(const OpContext& ctx, Ino ino);
 
   // --- File content ------------------------------------------------------
   Task<Handle> open(const OpContext& ctx, Ino ino, OpenFlags flags);
