@@ -312,17 +312,26 @@ void Connection::start_sftp() {
   session_->on_output = [weak = weak_from_this()] {
     if (auto self = weak.lock()) self->schedule();
   };
+  if (!early_input_.empty()) {
+    session_->receive(early_input_);
+    early_input_.clear();
+    early_input_.shrink_to_fit();
+  }
 }
 
 int Connection::on_channel_data(ssh_session, ssh_channel, void* data, uint32_t len, int is_stderr, void* user) {
   auto* self = static_cast<Connection*>(user);
-  if (self->session_ && !is_stderr) {
-    self->session_->receive(std::string_view(static_cast<const char*>(data), len));
-    if (!self->session_->healthy()) {
-      spdlog::info("sftp: {} sent a malformed SFTP stream; closing", self->client_);
-      self->schedule();
-    }
+  if (is_stderr) return static_cast<int>(len);
+  std::string_view bytes(static_cast<const char*>(data), len);
+  if (!self->session_) {
+    // The client's INIT may be read in the same batch as its subsystem
+    // request, before that request is answered: keep it for the session.
+    if (self->early_input_.size() + len > kMaxPacket + 4) return static_cast<int>(len);
+    self->early_input_.append(bytes);
+    return static_cast<int>(len);
   }
+  self->session_->receive(bytes);
+  if (!self->session_->healthy()) self->schedule();
   return static_cast<int>(len);
 }
 
@@ -342,6 +351,7 @@ void Connection::pump_output() {
   if (!channel_ || channel_done_) return;
   if (session_ && !session_->healthy()) {
     // The stream is broken: drop the channel and the connection.
+    spdlog::info("sftp: {} sent a malformed SFTP stream; closing", client_);
     shut();
     return;
   }
@@ -361,7 +371,10 @@ void Connection::pump_output() {
   }
   if (eof_ && (!session_ || session_->idle())) {
     // The client is done and every reply is out: end the channel.
+    // exit-status 0 as sshd sends when sftp-server exits: scp and ssh
+    // report a channel closed without one as a failure.
     channel_done_ = true;
+    ssh_channel_request_send_exit_status(channel_, 0);
     ssh_channel_send_eof(channel_);
     ssh_channel_close(channel_);
   }

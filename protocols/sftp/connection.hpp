@@ -114,6 +114,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ssh_channel channel_ = nullptr;
   ssh_channel_callbacks_struct channel_callbacks_{};
   std::shared_ptr<Session> session_;
+  std::string early_input_;  // channel data that came before the subsystem started
   Phase phase_ = Phase::key_exchange;
   bool authenticated_ = false;
   bool auth_pending_ = false;  // a password check is running
