@@ -73,6 +73,7 @@ class Gateway:
 
     def __init__(self, root):
         self.root = pathlib.Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
         self.data = self.root / "data"
         self.log_path = self.root / "weft.log"
         self.proc = None
@@ -489,6 +490,12 @@ def channel_closed(ch):
 
 class BadInputTest(unittest.TestCase):
     def test_malformed_packets(self):
+        # What is stored before stays as it is.
+        kept = os.urandom(100000)
+        cl = paramiko_client()
+        with cl.open_sftp().open("/data/kept.bin", "wb") as f:
+            f.write(kept)
+        cl.close()
         c, ch = raw_channel()
         ext = init(ch)
         self.assertIn(b"posix-rename@openssh.com", ext)
@@ -532,7 +539,16 @@ class BadInputTest(unittest.TestCase):
         ch.sendall(packet(17, struct.pack(">I", 1) + sstr("/")))  # no INIT first
         self.assertTrue(channel_closed(ch))
         c.close()
+        # A WRITE cut short by a hang-up leaves the stored file whole.
+        c, ch = raw_channel()
+        init(ch)
+        ch.sendall(packet(3, struct.pack(">I", 20) + sstr("/data/kept.bin") + struct.pack(">II", 1, 0)))
+        t, body = recv_packet(ch)
+        self.assertEqual(t, 102)
+        ch.sendall(struct.pack(">I", 1000) + b"\x06")  # a WRITE whose bytes never come
+        c.close()
         self.assertTrue(GW.alive())
+        self.assertEqual(GW.read_file("data/kept.bin"), kept)
 
     def test_jail(self):
         c = paramiko_client()
@@ -640,6 +656,34 @@ class BadInputTest(unittest.TestCase):
         listing = GW.rest("GET", "/api/v1/dirs/data/conc?limit=1000")
         self.assertEqual(len(listing["entries"]), 200)
         self.assertTrue(GW.alive())
+
+
+class ShutdownTest(unittest.TestCase):
+    def test_sigterm_with_open_sessions(self):
+        """SIGTERM while a client writes: exit 0 within seconds; what was
+        written is sealed and reads back after a restart."""
+        gw = Gateway(TMP / "shutdown").start()
+        global GW
+        saved, GW = GW, gw
+        try:
+            c = paramiko_client()
+            s = c.open_sftp()
+            f = s.open("/data/open.bin", "wb")
+            f.write(b"a" * 100000)
+            f.flush()
+            idle = paramiko_client()
+            t0 = time.monotonic()
+            self.assertEqual(gw.stop(), 0)
+            self.assertLess(time.monotonic() - t0, 10)
+            c.close()
+            idle.close()
+            gw.start()
+            self.assertEqual(gw.read_file("data/open.bin"), b"a" * 100000)
+            st = gw.rest("GET", "/api/v1/stat/data/open.bin")
+            self.assertFalse(st["dirty"])
+        finally:
+            GW = saved
+            gw.stop()
 
 
 class AuditAndMetricsTest(unittest.TestCase):
