@@ -66,13 +66,35 @@ asio::awaitable<Session::Served> Session::op_open(const Request& r) {
   const bool write = r.pflags & kOpenWrite;
   const bool create = r.pflags & kOpenCreate;
   const bool exclusive = r.pflags & kOpenExclusive;
+  const std::uint32_t mode = r.attrs.permissions ? *r.attrs.permissions & 07777 : 0644;
+  // The usual upload (write, create, truncate) is staged: one synchronous
+  // commit at CLOSE instead of one for the create and one for the content.
+  if (write && create && (r.pflags & kOpenTruncate) && !exclusive && !(r.pflags & kOpenAppend)) {
+    auto h = co_await env_.ns.stage(place->ctx, place->parent, place->name, mode);
+    if (h) {
+      auto f = std::make_shared<OpenFile>();
+      f->id = std::to_string(next_handle_++);
+      f->ctx = place->ctx;
+      f->path = path;
+      f->handle = *h;
+      f->writable = true;
+      f->staged = true;
+      f->stage_mode = mode;
+      files_.emplace(f->id, f);
+      std::string p = start_packet(Type::handle, r.id);
+      Writer(p).string(f->id);
+      finish_packet(p);
+      co_return Served{std::move(p), false, "ok", path};
+    }
+    // Refused (e.g. the directory is not writable but the file is): the
+    // plain open below decides.
+  }
   ns::Ino ino = 0;
   if (place->attr) {
     if (create && exclusive) co_return failed(r, err(ns::Errc::exists), path);
     ino = place->attr->ino;
   } else {
     if (!create) co_return failed(r, err(ns::Errc::not_found), path);
-    const std::uint32_t mode = r.attrs.permissions ? *r.attrs.permissions & 07777 : 0644;
     const ns::CreateMode how = exclusive ? ns::CreateMode::exclusive : ns::CreateMode::unchecked;
     auto made = co_await env_.ns.create(place->ctx, place->parent, place->name, mode, how);
     if (!made) co_return failed(r, made.error(), path);
@@ -108,7 +130,12 @@ asio::awaitable<Session::Served> Session::op_close(const Request& r, OpenFile& f
   if (f.writable) {
     // Durable and sealed before the client hears that CLOSE succeeded.
     auto sealed = co_await env_.ns.commit(f.ctx, f.handle);
-    if (!sealed) failure = sealed.error();
+    if (!sealed) {
+      failure = sealed.error();
+    } else if (f.has_deferred) {
+      auto set = co_await env_.ns.setattr(f.ctx, sealed->ino, f.deferred);
+      if (!set) failure = set.error();
+    }
   }
   auto released = co_await env_.ns.release(f.ctx, f.handle);
   if (!released && !failure) failure = released.error();
@@ -150,6 +177,7 @@ asio::awaitable<Session::Served> Session::op_write(const Request& r, OpenFile& f
     data = data.subspan(*n);
     offset += *n;
   }
+  f.staged_size = std::max(f.staged_size, offset);
   f.bytes_in += r.data.size();
   Served s = done(r);
   s.bytes_in = r.data.size();
@@ -167,6 +195,19 @@ asio::awaitable<Session::Served> Session::op_stat(const Request& r, bool follow)
 
 asio::awaitable<Session::Served> Session::op_fstat(const Request& r, OpenFile& f) {
   if (f.virtual_root) co_return attrs_reply(r, root_attrs());
+  if (f.staged) {
+    // What the file will be when committed, as far as written.
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch()).count();
+    ns::Attr a;
+    a.type = ns::FileType::regular;
+    a.mode = f.stage_mode;
+    a.uid = f.ctx.principal.uid;
+    a.gid = f.ctx.principal.gid;
+    a.size = f.staged_size;
+    a.atime_ns = a.mtime_ns = now;
+    co_return attrs_reply(r, attrs_of(a));
+  }
   auto a = co_await env_.ns.getattr(f.ctx, f.ino);
   if (!a) co_return failed(r, a.error());
   co_return attrs_reply(r, attrs_of(*a));
@@ -187,6 +228,20 @@ asio::awaitable<Session::Served> Session::op_setstat(const Request& r, bool foll
 asio::awaitable<Session::Served> Session::op_fsetstat(const Request& r, OpenFile& f) {
   if (f.virtual_root) co_return failed(r, err(ns::Errc::perm), "/");
   const ns::SetAttr changes = set_attr_of(r.attrs);
+  if (f.staged) {
+    // Applied right after the commit at CLOSE; later values win.
+    if (changes.size) {
+      f.deferred.size = changes.size;
+      f.staged_size = *changes.size;
+    }
+    if (changes.mode) f.deferred.mode = changes.mode;
+    if (changes.uid) f.deferred.uid = changes.uid;
+    if (changes.gid) f.deferred.gid = changes.gid;
+    if (changes.atime_ns) f.deferred.atime_ns = changes.atime_ns;
+    if (changes.mtime_ns) f.deferred.mtime_ns = changes.mtime_ns;
+    f.has_deferred = true;
+    co_return done(r, f.path);
+  }
   auto a = co_await env_.ns.setattr(f.ctx, f.ino, changes);
   if (!a) co_return failed(r, a.error(), f.path);
   co_return done(r, f.path);
@@ -364,7 +419,7 @@ asio::awaitable<Session::Served> Session::op_statvfs(const Request& r, OpenFile*
   ns::Ino ino = 0;
   if (f && !f->virtual_root) {
     ctx = f->ctx;
-    ino = f->ino;
+    ino = f->staged ? ctx.export_access.root : f->ino;
   } else {
     // The virtual root reports the store of the home export.
     const std::string home = join(home_);

@@ -30,6 +30,14 @@ struct Session::OpenFile {
   // Files.
   ns::Handle handle;
   bool writable = false;
+  // A staged file (ns::Namespace::stage) replaces its name when committed at
+  // CLOSE; until then it has no inode, so FSTAT answers from what was
+  // written and FSETSTAT is applied after the commit.
+  bool staged = false;
+  std::uint32_t stage_mode = 0;
+  std::uint64_t staged_size = 0;
+  ns::SetAttr deferred;
+  bool has_deferred = false;
   std::uint64_t bytes_in = 0;
   std::uint64_t bytes_out = 0;
   // Directories: the virtual root lists exports once.
