@@ -283,18 +283,19 @@ class OpenSshTest(unittest.TestCase):
         src = TMP / "small.txt"
         src.write_text("hello sftp\n")
         out = sftp_batch([
-            "mkdir /data/ops", "cd /data/ops", "put %s a.txt" % src, "rename a.txt b.txt",
-            "chmod 600 b.txt", "ln -s b.txt link", "mkdir sub", "rename sub sub2", "ls -l", "df",
-            "-rm missing.txt", "rm b.txt", "rmdir sub2", "ls -l"]).stdout
+            "mkdir /data/ops", "cd /data/ops", "put -f %s a.txt" % src, "rename a.txt b.txt",
+            "chmod 600 b.txt", "ln -s b.txt link", "ln b.txt hard", "mkdir sub", "rename sub sub2", "ls -l",
+            "df", "-rm missing.txt", "rm b.txt", "rmdir sub2", "ls -l"]).stdout
         lines = out.splitlines()
         self.assertTrue(any(l.startswith("-rw-------") and l.endswith("b.txt") for l in lines), out)
         self.assertTrue(any(l.startswith("l") and "link" in l for l in lines), out)
         self.assertTrue(any(l.startswith("d") and l.endswith("sub2") for l in lines), out)
         self.assertIn("Size", out)  # df's header
-        # After rm the link dangles; listing still shows it.
+        # After rm the symlink dangles and the hard link keeps the content.
         listing = GW.rest("GET", "/api/v1/dirs/data/ops")
         names = sorted(e["name"] for e in listing["entries"])
-        self.assertEqual(names, ["link"])
+        self.assertEqual(names, ["hard", "link"])
+        self.assertEqual(GW.read_file("data/ops/hard"), src.read_bytes())
 
     def test_scp_password_and_key(self):
         if not have("scp"):
