@@ -314,6 +314,17 @@ class OpenSshTest(unittest.TestCase):
                                                 str(back)])
         self.assertEqual(back.read_bytes(), src.read_bytes())
 
+    def test_host_keys(self):
+        """The server offers the Ed25519 and RSA keys it generated in DATA/sftp."""
+        if not have("ssh-keyscan"):
+            skip("ssh-keyscan is not installed")
+        for kind, name in (("ed25519", "ssh_host_ed25519_key.pub"), ("rsa", "ssh_host_rsa_key.pub")):
+            out = run(["ssh-keyscan", "-p", str(GW.port), "-t", kind, GW.host]).stdout
+            offered = [l.split()[1:3] for l in out.splitlines() if l and not l.startswith("#")]
+            stored = (GW.data / "sftp" / name).read_text().split()[:2]
+            self.assertEqual(offered, [stored])
+        self.assertEqual((GW.data / "sftp" / "ssh_host_rsa_key").stat().st_mode & 0o777, 0o600)
+
     def test_wrong_password_and_unknown_key(self):
         if not have("sshpass"):
             skip("sshpass is not installed")
