@@ -3,6 +3,7 @@
 #include "protocols/nfs/front_end.hpp"
 #include "protocols/rest/front_end.hpp"
 #include "protocols/s3/front_end.hpp"
+#include "protocols/sftp/front_end.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -40,6 +41,7 @@ void register_all(Registry& registry) {
   registry.add("s3", s3::make_front_end);
   registry.add("rest", rest::make_front_end);
   registry.add("nfs", nfs::make_front_end);
+  registry.add("sftp", sftp::make_front_end);
 }
 
 }  // namespace weft::protocols
