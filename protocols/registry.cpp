@@ -2,6 +2,7 @@
 
 #include "protocols/rest/front_end.hpp"
 #include "protocols/s3/front_end.hpp"
+#include "protocols/smb/front_end.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -38,6 +39,7 @@ void register_all(Registry& registry) {
   // without one is reported as "not available in this build".
   registry.add("s3", s3::make_front_end);
   registry.add("rest", rest::make_front_end);
+  registry.add("smb", smb::make_front_end);
 }
 
 }  // namespace weft::protocols
