@@ -66,10 +66,11 @@ Connection::Task Connection::on_create(Request& r) {
   // for a server; they are checked for bounds and not answered.
   auto name = slice(r.msg, name_offset, name_length);
   if (!b.ok() || size != 57 || !name || (ctx_length && !slice(r.msg, ctx_offset, ctx_length)) ||
-      disp > disposition::overwrite_if || impersonation > 3 || share_access > 7 ||
+      disp > disposition::overwrite_if || share_access > 7 ||
       ((options & option::directory) && (options & option::non_directory))) {
     co_return error(status::invalid_parameter);
   }
+  if (impersonation > 3) co_return error(status::bad_impersonation_level);
   if (r.tree->ipc) co_return error(status::object_name_not_found);  // no named pipes
   SplitPath path = split_path(*name);
   if (path.status) co_return error(path.status);

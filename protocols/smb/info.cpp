@@ -32,6 +32,7 @@ struct Info {
   std::uint32_t status = status::success;
   Bytes data;
   bool variable = false;  // may be cut short with BUFFER_OVERFLOW
+  std::size_t fixed = 0;   // of a variable class: the part that must fit
 };
 
 bool writes_data_access(std::uint32_t a) { return (a & (access::write_data | access::append_data)) != 0; }
@@ -109,6 +110,7 @@ Connection::Task Connection::on_query_info(Request& r) {
         w.u32(static_cast<std::uint32_t>(name.size()));
         w.bytes(name);
         info.variable = true;
+        info.fixed = 100;
         break;
       }
       case file_class::normalized_name: {
@@ -116,6 +118,7 @@ Connection::Task Connection::on_query_info(Request& r) {
         w.u32(static_cast<std::uint32_t>(name.size()));
         w.bytes(name);
         info.variable = true;
+        info.fixed = 4;
         break;
       }
       case file_class::stream:
@@ -128,6 +131,7 @@ Connection::Task Connection::on_query_info(Request& r) {
           w.bytes(name);
         }
         info.variable = true;
+        info.fixed = attr->type == ns::FileType::directory ? 0 : 24;
         break;
       case file_class::compression:
       case file_class::alternate_name:
@@ -148,6 +152,7 @@ Connection::Task Connection::on_query_info(Request& r) {
         w.u8(0);
         w.bytes(label);
         info.variable = true;
+        info.fixed = 18;
         break;
       }
       case fs_class::size:
@@ -174,6 +179,7 @@ Connection::Task Connection::on_query_info(Request& r) {
         w.u32(static_cast<std::uint32_t>(fs_name.size()));
         w.bytes(fs_name);
         info.variable = true;
+        info.fixed = 12;
         break;
       }
       case fs_class::object_id:
@@ -201,7 +207,15 @@ Connection::Task Connection::on_query_info(Request& r) {
   info.data = w.take();
   std::uint32_t result = status::success;
   if (info.data.size() > out_length) {
-    if (!info.variable) co_return error(status::info_length_mismatch);
+    if (type == info_type::security) {
+      // The client is told how large a buffer it needs.
+      Reply small = error(status::buffer_too_small);
+      small.out.data().resize(kHeaderSize + 8);
+      small.out.set_u32(kHeaderSize + 4, 4);
+      small.out.u32(static_cast<std::uint32_t>(info.data.size()));
+      co_return small;
+    }
+    if (!info.variable || out_length < info.fixed) co_return error(status::info_length_mismatch);
     info.data.resize(out_length);
     result = status::buffer_overflow;
   }
@@ -298,6 +312,7 @@ Connection::Task Connection::on_set_info(Request& r) {
       if (root_dir != 0) co_return error(status::invalid_parameter);
       if (!(o->access & access::delete_)) co_return error(status::access_denied);
       if (o->path.empty()) co_return error(status::access_denied);
+      if (!server_->opens.others_share_delete(o->ino, o->id)) co_return error(status::sharing_violation);
       SplitPath target = split_path(raw);
       if (target.status) co_return error(target.status);
       if (target.names.empty()) co_return error(status::object_name_invalid);

@@ -61,12 +61,12 @@ void OpenTable::moved(ns::Ino ino, const Where& where) {
   if (auto it = entries_.find(ino); it != entries_.end()) it->second.where = where;
 }
 
-bool OpenTable::others(ns::Ino ino, std::uint64_t open_id) const {
+bool OpenTable::others_share_delete(ns::Ino ino, std::uint64_t open_id) const {
   std::lock_guard lock(mu_);
   auto it = entries_.find(ino);
-  if (it == entries_.end()) return false;
-  return std::any_of(it->second.holders.begin(), it->second.holders.end(),
-                     [&](const Holder& h) { return h.open_id != open_id; });
+  if (it == entries_.end()) return true;
+  return std::all_of(it->second.holders.begin(), it->second.holders.end(),
+                     [&](const Holder& h) { return h.open_id == open_id || (h.share_access & share::delete_); });
 }
 
 }  // namespace weft::smb

@@ -61,8 +61,9 @@ class OpenTable {
   void set_delete_pending(ns::Ino ino, bool pending);
   bool delete_pending(ns::Ino ino) const;
   void moved(ns::Ino ino, const Where& where);
-  // Whether another open than `open_id` holds the file.
-  bool others(ns::Ino ino, std::uint64_t open_id) const;
+  // Whether every other open of the file lets it be renamed or deleted
+  // (shares delete access).
+  bool others_share_delete(ns::Ino ino, std::uint64_t open_id) const;
 
  private:
   struct Holder {

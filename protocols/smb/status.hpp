@@ -35,6 +35,7 @@ inline constexpr std::uint32_t logon_failure = 0xC000006D;
 inline constexpr std::uint32_t disk_full = 0xC000007F;
 inline constexpr std::uint32_t insufficient_resources = 0xC000009A;
 inline constexpr std::uint32_t media_write_protected = 0xC00000A2;
+inline constexpr std::uint32_t bad_impersonation_level = 0xC00000A5;
 inline constexpr std::uint32_t io_timeout = 0xC00000B5;
 inline constexpr std::uint32_t file_is_a_directory = 0xC00000BA;
 inline constexpr std::uint32_t not_supported = 0xC00000BB;
