@@ -265,6 +265,8 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
     if (!h->next_command) break;
   }
 
+  if (replies.empty()) co_return true;  // only CANCELs, which are not answered
+
   // One frame for the whole chain: each answer padded to 8 bytes and
   // pointing at the next, each signed on its own.
   for (std::size_t i = 0; i < replies.size(); ++i) {

@@ -276,7 +276,7 @@ Connection::Task Connection::on_read(Request& r) {
   if (!o) co_return error(status::file_closed);
   if (o->directory) co_return error(status::invalid_device_request);
   if (!o->handle || !reads_data(o->access)) co_return error(status::access_denied);
-  if (offset > (1ull << 62)) co_return error(status::invalid_parameter);
+  if (offset > (1ull << 62)) co_return error(status::end_of_file);  // past any file there can be
   Reply reply;
   Bytes& out = reply.out.data();
   constexpr std::size_t kDataOffset = kHeaderSize + 16;

@@ -359,6 +359,12 @@ class BadInputTest(unittest.TestCase):
         c.send_frame(c.sign(c.header(smb2_raw.ECHO, mid=c.mid + 100000) + struct.pack("<HH", 4, 0)))
         self.assert_closed(c)
 
+    def test_cancel_only_frame(self):
+        c = self.login()
+        c.send_frame(c.header(12, mid=0) + struct.pack("<HH", 4, 0))  # CANCEL: never answered
+        self.assertEqual(c.echo().status, 0)
+        c.close()
+
     def test_truncated_compound(self):
         c = self.login()
         first = c.header(smb2_raw.ECHO, next_command=4096) + struct.pack("<HH", 4, 0) + b"\0" * 4
