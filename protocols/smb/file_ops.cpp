@@ -113,9 +113,18 @@ Connection::Task Connection::on_create(Request& r) {
       } else {
         made = co_await server_->ns.create(ctx, walked.dir, leaf, 0644, ns::CreateMode::exclusive);
       }
-      if (!made) co_return error(to_status(made.error()));
-      attr = *made;
-      created = true;
+      if (made) {
+        attr = *made;
+        created = true;
+      } else if (ns::errc_of(made.error()) == ns::Errc::exists && disp != disposition::create) {
+        // Another client created it meanwhile: open that one.
+        auto raced = co_await server_->ns.lookup(ctx, walked.dir, leaf);
+        if (!raced) co_return error(to_status(raced.error()));
+        attr = *raced;
+        truncate = disp == disposition::supersede || disp == disposition::overwrite_if;
+      } else {
+        co_return error(to_status(made.error()));
+      }
     }
   }
   const bool directory = attr.type == ns::FileType::directory;
