@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import smb2_raw  # noqa: E402
 
 WEFT = None
+LIBSMBCLIENT_TEST = None
 LARGE_MIB = 256
 START_TIMEOUT = 30
 DIALECTS = ("SMB2", "SMB3", "SMB3_11")
@@ -201,6 +202,22 @@ class SmbclientTest(unittest.TestCase):
         self.assertIn("NT_STATUS_BAD_NETWORK_NAME", out)
         smbclient("ls")  # and the server goes on serving
         self.assertTrue(GW.alive())
+
+
+class LibsmbclientTest(unittest.TestCase):
+    """libsmbclient_test.cpp: the same operations through libsmbclient, on
+    SMB 2.1, 3.0 and 3.1.1 (also encrypted)."""
+
+    def test_libsmbclient(self):
+        if not LIBSMBCLIENT_TEST:
+            skip("no --libsmbclient-test program given")
+        home = tempfile.mkdtemp(dir=TMP)  # libsmbclient reads ~/.smb/smb.conf: keep it empty
+        env = dict(os.environ, HOME=home)
+        out = subprocess.run([LIBSMBCLIENT_TEST, GW.host, str(GW.port), GW.user, GW.password, "64", "1000"],
+                             capture_output=True, text=True, timeout=500, env=env)
+        print(out.stdout, out.stderr[-3000:], flush=True)
+        self.assertEqual(out.returncode, 0)
+        self.assertEqual(out.stdout.count("ok:"), 4)
 
 
 def s3_client():
@@ -377,12 +394,14 @@ class BadInputTest(unittest.TestCase):
 
 
 def main():
-    global WEFT, LARGE_MIB
+    global WEFT, LARGE_MIB, LIBSMBCLIENT_TEST
     parser = argparse.ArgumentParser()
     parser.add_argument("--weft", required=True)
     parser.add_argument("--large-mib", type=int, default=LARGE_MIB)
+    parser.add_argument("--libsmbclient-test")
     args, rest = parser.parse_known_args()
     WEFT = args.weft
+    LIBSMBCLIENT_TEST = args.libsmbclient_test
     LARGE_MIB = args.large_mib
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
