@@ -277,17 +277,17 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
     }
     if (signers[i]) sign(*signers[i], w.data());
   }
-  if (logged_off_) {
-    sessions_.erase(*logged_off_);
-    logged_off_.reset();
-  }
   if (drop_) co_return false;
   Bytes& first = replies.front().out.data();
   for (std::size_t i = 1; i < replies.size(); ++i) {
     first.insert(first.end(), replies[i].out.data().begin(), replies[i].out.data().end());
   }
-  Session* encrypt_for = encrypted_by;
-  co_return co_await send(first, encrypt_for);
+  const bool sent = co_await send(first, encrypted_by);
+  if (logged_off_) {
+    sessions_.erase(*logged_off_);
+    logged_off_.reset();
+  }
+  co_return sent;
 }
 
 asio::awaitable<bool> Connection::send(std::span<std::uint8_t> msg, const Session* encrypt_for) {
