@@ -22,20 +22,14 @@ struct MacFree {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
 };
 
-// The MAC algorithms are fetched once; a context is duplicated per use.
-EVP_MAC* mac_algorithm(const char* name) {
-  static EVP_MAC* hmac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
-  static EVP_MAC* cmac = EVP_MAC_fetch(nullptr, "CMAC", nullptr);
-  return std::strcmp(name, "HMAC") == 0 ? hmac : cmac;
-}
-
+// HMAC is fetched once; a context is made per use.
 template <std::size_t N>
-std::array<std::uint8_t, N> mac(const char* algo, const char* param_name, const char* param_value,
-                                ByteView key, std::initializer_list<ByteView> parts) {
+std::array<std::uint8_t, N> hmac(const char* digest_name, ByteView key, std::initializer_list<ByteView> parts) {
+  static EVP_MAC* algorithm = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
   std::array<std::uint8_t, N> out{};
-  std::unique_ptr<EVP_MAC_CTX, MacFree> ctx(EVP_MAC_CTX_new(mac_algorithm(algo)));
+  std::unique_ptr<EVP_MAC_CTX, MacFree> ctx(EVP_MAC_CTX_new(algorithm));
   OSSL_PARAM params[] = {
-      OSSL_PARAM_construct_utf8_string(param_name, const_cast<char*>(param_value), 0),
+      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, const_cast<char*>(digest_name), 0),
       OSSL_PARAM_construct_end()};
   if (!ctx || !EVP_MAC_init(ctx.get(), key.data(), key.size(), params)) return out;
   for (ByteView p : parts) EVP_MAC_update(ctx.get(), p.data(), p.size());
@@ -72,15 +66,84 @@ OSSL_LIB_CTX* legacy_context() {
 }  // namespace
 
 Digest16 hmac_md5(ByteView key, std::initializer_list<ByteView> parts) {
-  return mac<16>("HMAC", OSSL_MAC_PARAM_DIGEST, "MD5", key, parts);
+  return hmac<16>("MD5", key, parts);
 }
 
 std::array<std::uint8_t, 32> hmac_sha256(ByteView key, std::initializer_list<ByteView> parts) {
-  return mac<32>("HMAC", OSSL_MAC_PARAM_DIGEST, "SHA256", key, parts);
+  return hmac<32>("SHA256", key, parts);
 }
 
+// AES-CMAC (RFC 4493) as a CBC-MAC run in bulk: OpenSSL's CMAC calls the
+// cipher once per 16-byte block, which costs a third of the CPU of a signed
+// 1 MiB READ; one AES-128-CBC pass over large runs is several times faster.
 Digest16 aes_cmac(const Key16& key, std::initializer_list<ByteView> parts) {
-  return mac<16>("CMAC", OSSL_MAC_PARAM_CIPHER, "AES-128-CBC", key, parts);
+  Digest16 out{};
+  std::unique_ptr<EVP_CIPHER_CTX, MacFree> ctx(EVP_CIPHER_CTX_new());
+  if (!ctx || !EVP_EncryptInit_ex(ctx.get(), EVP_aes_128_cbc(), nullptr, key.data(), nullptr)) return out;
+  EVP_CIPHER_CTX_set_padding(ctx.get(), 0);
+  auto encrypt = [&](const std::uint8_t* in, std::size_t n, std::uint8_t* dst) {
+    int len = 0;
+    EVP_EncryptUpdate(ctx.get(), dst, &len, in, static_cast<int>(n));
+  };
+  // Subkeys K1, K2 from L = AES(K, 0); computed with a separate ECB pass.
+  std::uint8_t l[16] = {}, k1[16], k2[16];
+  {
+    std::unique_ptr<EVP_CIPHER_CTX, MacFree> ecb(EVP_CIPHER_CTX_new());
+    int len = 0;
+    const std::uint8_t zero[16] = {};
+    if (!ecb || !EVP_EncryptInit_ex(ecb.get(), EVP_aes_128_ecb(), nullptr, key.data(), nullptr)) return out;
+    EVP_CIPHER_CTX_set_padding(ecb.get(), 0);
+    EVP_EncryptUpdate(ecb.get(), l, &len, zero, 16);
+  }
+  auto doubled = [](const std::uint8_t* in, std::uint8_t* o) {
+    for (int i = 0; i < 15; ++i) o[i] = static_cast<std::uint8_t>(in[i] << 1 | in[i + 1] >> 7);
+    o[15] = static_cast<std::uint8_t>(in[15] << 1);
+    if (in[0] & 0x80) o[15] ^= 0x87;
+  };
+  doubled(l, k1);
+  doubled(k1, k2);
+
+  // Every block but the last goes through CBC; the last waits in `held`.
+  std::uint8_t held[16];
+  std::size_t held_len = 0;
+  std::uint8_t state[16] = {};
+  constexpr std::size_t kRun = 64 * 1024;
+  static thread_local std::uint8_t scratch[kRun];
+  for (ByteView p : parts) {
+    std::size_t i = 0;
+    while (i < p.size()) {
+      if (held_len == 16) {
+        encrypt(held, 16, state);
+        held_len = 0;
+      }
+      if (held_len == 0 && p.size() - i > 16) {
+        // Whole blocks, leaving at least one byte (the possible last block) behind.
+        std::size_t n = std::min((p.size() - i - 1) / 16 * 16, kRun);
+        if (n > 0) {
+          encrypt(p.data() + i, n, scratch);
+          std::memcpy(state, scratch + n - 16, 16);
+          i += n;
+          continue;
+        }
+      }
+      const std::size_t take = std::min(16 - held_len, p.size() - i);
+      std::memcpy(held + held_len, p.data() + i, take);
+      held_len += take;
+      i += take;
+    }
+  }
+  std::uint8_t last[16];
+  if (held_len == 16) {
+    for (int i = 0; i < 16; ++i) last[i] = held[i] ^ k1[i];
+  } else {
+    std::memset(last, 0, 16);
+    std::memcpy(last, held, held_len);
+    last[held_len] = 0x80;
+    for (int i = 0; i < 16; ++i) last[i] ^= k2[i];
+  }
+  encrypt(last, 16, state);
+  std::memcpy(out.data(), state, 16);
+  return out;
 }
 
 Digest16 md5(std::initializer_list<ByteView> parts) { return digest<16>(EVP_md5(), parts); }

@@ -8,6 +8,8 @@
 #include "protocols/smb/wire.hpp"
 
 #include <doctest/doctest.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
 
 #include <string>
 
@@ -126,6 +128,34 @@ TEST_CASE("crypto primitives against published vectors") {
   CHECK(Bytes(empty.begin(), empty.end()) == hex("bb1d6929e95937287fa37d129b756746"));
   const Digest16 one = aes_cmac(k, {hex("6bc1bee22e409f96e93d7e117393172a")});
   CHECK(Bytes(one.begin(), one.end()) == hex("070a16b46b4d4144f79bdd9dd04a287c"));
+  const Bytes m64 = hex(
+      "6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51"
+      "30c81c46a35ce411e5fbc1191a0a52eff69f2445df4f9b17ad2b417be66c3710");
+  const Digest16 forty = aes_cmac(k, {ByteView(m64).first(40)});
+  CHECK(Bytes(forty.begin(), forty.end()) == hex("dfa66747de9ae63030ca32611497c827"));
+  const Digest16 sixty_four = aes_cmac(k, {m64});
+  CHECK(Bytes(sixty_four.begin(), sixty_four.end()) == hex("51f0bebf7e3b9d92fc49741779363cfe"));
+  // Split into parts anywhere, and long enough for the bulk path: the same MAC.
+  Bytes long_msg(300000);
+  for (std::size_t i = 0; i < long_msg.size(); ++i) long_msg[i] = static_cast<std::uint8_t>(i * 7);
+  const Digest16 whole = aes_cmac(k, {long_msg});
+  const Digest16 split = aes_cmac(k, {ByteView(long_msg).first(48), ByteView(long_msg).subspan(48, 16),
+                                      ByteView(long_msg).subspan(64, 77777), ByteView(long_msg).subspan(64 + 77777)});
+  CHECK(whole == split);
+  CHECK(split == aes_cmac(k, {ByteView(long_msg).first(5), ByteView(long_msg).subspan(5)}));
+  // And the same as OpenSSL's own CMAC.
+  EVP_MAC* cmac = EVP_MAC_fetch(nullptr, "CMAC", nullptr);
+  EVP_MAC_CTX* mctx = EVP_MAC_CTX_new(cmac);
+  char cipher_name[] = "AES-128-CBC";
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string("cipher", cipher_name, 0), OSSL_PARAM_construct_end()};
+  REQUIRE(EVP_MAC_init(mctx, k.data(), k.size(), params));
+  EVP_MAC_update(mctx, long_msg.data(), long_msg.size());
+  std::array<std::uint8_t, 16> reference{};
+  std::size_t n = 0;
+  EVP_MAC_final(mctx, reference.data(), &n, reference.size());
+  EVP_MAC_CTX_free(mctx);
+  EVP_MAC_free(cmac);
+  CHECK(reference == whole);
   // AEAD round trip and tamper detection, both ciphers.
   for (Cipher c : {Cipher::aes128_ccm, Cipher::aes128_gcm}) {
     Bytes data = hex("00112233445566778899");
