@@ -52,7 +52,7 @@ class Gateway:
         self.err = open(str(self.data) + ".stderr", "ab")
         self.proc = subprocess.Popen(
             [WEFT, "serve", "--data", str(self.data), "--smb", "127.0.0.1:0", "--s3", "127.0.0.1:0",
-             "--rest", "off", "--nfs", "off", "--sftp", "off"],
+             "--rest", "127.0.0.1:0", "--nfs", "off", "--sftp", "off"],
             stdout=subprocess.DEVNULL, stderr=self.err)
         path = self.data / "endpoints.json"
         deadline = time.monotonic() + START_TIMEOUT
@@ -63,6 +63,7 @@ class Gateway:
                     self.host, port = doc["smb"].rsplit(":", 1)
                     self.port = int(port)
                     self.s3_url = "http://" + doc["s3"]
+                    self.rest_url = "http://" + doc["rest"]
                     creds = json.loads((self.data / "credentials.json").read_text())
                     self.user, self.password = creds["user"], creds["password"]
                     self.s3_keys = (creds["access_key_id"], creds["secret_access_key"])
@@ -254,6 +255,35 @@ class CrossProtocolTest(unittest.TestCase):
         smbclient("rename crossbucket\\from-smb.bin crossbucket\\renamed.bin")
         keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="crossbucket")["Contents"])
         self.assertEqual(keys, ["dir/from-s3.bin", "renamed.bin"])
+
+
+class ObservabilityTest(unittest.TestCase):
+    """SMB requests are counted in /metrics and accesses are audited."""
+
+    def test_metrics_and_audit(self):
+        d = pathlib.Path(tempfile.mkdtemp(dir=TMP))
+        (d / "audited.txt").write_bytes(b"x" * 12345)
+        smbclient("put %s audited.txt; get audited.txt %s" % (d / "audited.txt", d / "back.txt"))
+        import urllib.request
+        text = urllib.request.urlopen(GW.rest_url + "/metrics", timeout=10).read().decode()
+        creates = [l for l in text.splitlines() if l.startswith('weft_smb_requests_total{command="create"}')]
+        self.assertTrue(creates and float(creates[0].split()[-1]) >= 2, creates)
+        self.assertIn("weft_smb_written_bytes_total", text)
+        log = GW.data / "audit" / "audit.log"
+        deadline = time.monotonic() + 10
+        records = []
+        while time.monotonic() < deadline:
+            if log.exists():
+                records = [json.loads(l) for l in log.read_text().splitlines() if '"smb"' in l]
+                closes = [r for r in records if r.get("op") == "close" and r.get("path") == "data/audited.txt"]
+                if len(closes) >= 2:
+                    break
+            time.sleep(0.2)
+        closes = [r for r in records if r.get("op") == "close" and r.get("path") == "data/audited.txt"]
+        self.assertGreaterEqual(len(closes), 2, records[-10:])
+        self.assertEqual(closes[0]["user"], GW.user)
+        self.assertEqual(closes[0]["bytes"], 12345)
+        self.assertTrue(any(r.get("op") == "session_setup" and r.get("result") == "ok" for r in records))
 
 
 class BadInputTest(unittest.TestCase):
