@@ -80,7 +80,6 @@ struct Server {
   metrics::Counter* bytes_written = nullptr;
   metrics::Counter* auth_failures = nullptr;
   metrics::Gauge* connections = nullptr;
-  std::atomic<std::uint64_t> next_session{1};
   std::atomic<std::uint64_t> next_file{1};
   std::atomic<bool> stopping{false};
 };

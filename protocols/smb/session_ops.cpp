@@ -253,9 +253,11 @@ Connection::Task Connection::on_session_setup(Request& r) {
   Session* s = r.session;
   if (!s) {
     auto fresh = std::make_unique<Session>();
+    // Random ids: a client that guesses or mistypes one does not land on
+    // another session (smbtorture probes exactly that).
     do {
-      fresh->id = server_->next_session.fetch_add(1);
-    } while (sessions_.contains(fresh->id));
+      random_bytes(std::span(reinterpret_cast<std::uint8_t*>(&fresh->id), sizeof fresh->id));
+    } while (fresh->id == 0 || fresh->id == kAnyFileId || sessions_.contains(fresh->id));
     fresh->preauth = preauth_;
     s = fresh.get();
     sessions_.emplace(s->id, std::move(fresh));
