@@ -4,6 +4,7 @@
 #include "protocols/rest/front_end.hpp"
 #include "protocols/s3/front_end.hpp"
 #include "protocols/sftp/front_end.hpp"
+#include "protocols/smb/front_end.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -42,6 +43,7 @@ void register_all(Registry& registry) {
   registry.add("rest", rest::make_front_end);
   registry.add("nfs", nfs::make_front_end);
   registry.add("sftp", sftp::make_front_end);
+  registry.add("smb", smb::make_front_end);
 }
 
 }  // namespace weft::protocols

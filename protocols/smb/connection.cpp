@@ -1,0 +1,504 @@
+#include "protocols/smb/connection.hpp"
+
+#include "gateway/audit/log.hpp"
+#include "gateway/metrics/metrics.hpp"
+#include "protocols/smb/status.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <cstring>
+
+namespace weft::smb {
+
+namespace asio = boost::asio;
+using asio::use_awaitable;
+
+namespace {
+
+constexpr std::size_t kTransformSize = 52;
+// The largest frame: a WRITE of max_io bytes, or a compound of small requests.
+constexpr std::size_t kFrameOverhead = 64 * 1024;
+
+bool needs_tree(Command c) {
+  switch (c) {
+    case Command::create: case Command::close: case Command::flush: case Command::read:
+    case Command::write: case Command::lock: case Command::ioctl: case Command::query_directory:
+    case Command::change_notify: case Command::query_info: case Command::set_info:
+    case Command::tree_disconnect:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The requests that touch nothing stored, or touch an open's content: their
+// successes are summed up in the open's close record instead.
+bool audited_on_success(Command c) {
+  switch (c) {
+    case Command::negotiate: case Command::echo: case Command::cancel: case Command::read:
+    case Command::write: case Command::flush: case Command::query_info: case Command::ioctl:
+    case Command::query_directory:
+      return false;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
+Connection::Connection(std::shared_ptr<Server> server, asio::ip::tcp::socket socket)
+    : server_(std::move(server)), socket_(std::move(socket)), watchdog_(socket_.get_executor()) {
+  window_.push_back(false);  // message id 0: the first NEGOTIATE
+  boost::system::error_code ec;
+  auto ep = socket_.remote_endpoint(ec);
+  if (!ec) peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+}
+
+void Connection::close() {
+  boost::system::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+}
+
+void Connection::close_soon() {
+  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
+}
+
+asio::awaitable<void> Connection::run() {
+  auto self = shared_from_this();
+  server_->connections->add(1);
+  std::vector<std::uint8_t> frame;
+  const std::size_t max_frame = server_->config.max_io + kFrameOverhead;
+  for (;;) {
+    std::array<std::uint8_t, 4> head;
+    auto [ec, n] = co_await asio::async_read(socket_, asio::buffer(head), asio::as_tuple(use_awaitable));
+    if (ec) break;
+    const std::size_t len = std::size_t{head[1]} << 16 | std::size_t{head[2]} << 8 | head[3];
+    // Direct TCP: a zero byte, then a 24-bit length. Clients that see a port
+    // other than 445 (smbclient -p) first send a NetBIOS session request
+    // (0x81), answered positively; keep-alives (0x85) are skipped.
+    if ((head[0] == 0x81 || head[0] == 0x85) && len <= 1024) {
+      frame.resize(len);
+      auto [ec1, n1] = co_await asio::async_read(socket_, asio::buffer(frame), asio::as_tuple(use_awaitable));
+      if (ec1) break;
+      if (head[0] == 0x81) {
+        static constexpr std::uint8_t kPositive[4] = {0x82, 0, 0, 0};
+        auto [ec3, n3] = co_await asio::async_write(socket_, asio::buffer(kPositive), asio::as_tuple(use_awaitable));
+        if (ec3) break;
+      }
+      continue;
+    }
+    if (head[0] != 0 || len < 4 || len > max_frame) break;
+    frame.resize(len);
+    watchdog_.expires_after(server_->config.read_timeout);
+    watchdog_.async_wait([self](boost::system::error_code wec) {
+      if (!wec) self->close();
+    });
+    auto [ec2, n2] = co_await asio::async_read(socket_, asio::buffer(frame), asio::as_tuple(use_awaitable));
+    watchdog_.cancel();
+    if (ec2) break;
+    if (!co_await handle_frame(frame)) break;
+    if (frame.capacity() > (1u << 20) && len < 4096) frame = {};  // give back a large buffer when idle-sized
+  }
+  close();
+  while (!sessions_.empty()) co_await drop_session(sessions_.begin()->first);
+  server_->connections->add(-1);
+}
+
+asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
+  Reader peek(frame);
+  const std::uint32_t proto = peek.u32();
+  if (proto == kProtocolSmb1) {
+    Reply reply;
+    if (negotiated_ || !answer_smb1_negotiate(frame, reply)) co_return false;
+    co_return co_await send(reply.out.data(), nullptr);
+  }
+  Bytes plain;
+  Session* encrypted_by = nullptr;
+  std::span<std::uint8_t> msg = frame;
+  if (proto == kProtocolTransform) {
+    std::uint64_t sid = 0;
+    auto p = decrypt(frame, &sid);
+    if (!p) co_return false;
+    plain = std::move(*p);
+    msg = plain;
+    encrypted_by = sessions_.at(sid).get();
+  } else if (proto != kProtocolSmb2) {
+    co_return false;
+  }
+
+  std::vector<Reply> replies;
+  std::vector<Session*> signers;
+  std::size_t pos = 0;
+  chain_session_ = 0;
+  chain_tree_ = 0;
+  chain_file_.reset();
+  chain_status_ = status::success;
+  for (;;) {
+    std::span<std::uint8_t> rest = msg.subspan(pos);
+    auto h = parse_header(rest);
+    if (!h || (h->flags & flags::server_to_redir)) co_return false;
+    std::size_t len = rest.size();
+    if (h->next_command) {
+      // A chain whose next request is misaligned or outside the frame is
+      // not SMB2: drop the connection (as Windows does).
+      if (h->next_command % 8 || h->next_command < kHeaderSize || h->next_command > rest.size()) co_return false;
+      len = h->next_command;
+    }
+    const bool related = (h->flags & flags::related) != 0;
+    if (negotiated_ == (h->command == Command::negotiate)) co_return false;  // NEGOTIATE first and once
+    if (h->command == Command::cancel) {
+      // Nothing waits asynchronously, so there is nothing to cancel; no reply.
+      pos += len;
+      if (!h->next_command) break;
+      continue;
+    }
+    if (!take_credits(*h)) co_return false;  // credit abuse: disconnect
+    const auto started = std::chrono::steady_clock::now();
+    Request r{*h, msg.subspan(pos, len)};
+    if (related) {
+      r.header.session_id = chain_session_;
+      r.header.tree_id = chain_tree_;
+    }
+    Reply reply(status::success);
+    bool answered = false;
+    if (related && pos == 0) {
+      reply = error(status::invalid_parameter);  // a related request needs one before it
+      answered = true;
+    } else if (related && chain_status_ != status::success) {
+      reply = error(chain_status_);
+      answered = true;
+    }
+    // Session and signature.
+    if (!answered && h->command != Command::negotiate && h->command != Command::echo &&
+        !(h->command == Command::session_setup && r.header.session_id == 0)) {
+      auto it = sessions_.find(r.header.session_id);
+      if (it == sessions_.end()) {
+        reply = error(status::user_session_deleted);
+        answered = true;
+      } else {
+        Session& s = *it->second;
+        r.session = &s;
+        const bool encrypted = encrypted_by == &s;
+        if (s.valid && !encrypted) {
+          if (h->flags & flags::signed_) {
+            if (!verify(s, r.msg)) {
+              reply = error(status::access_denied);
+              answered = true;
+            }
+          } else if (s.signing || s.encrypt) {
+            reply = error(status::access_denied);
+            answered = true;
+          }
+        } else if (!s.valid && h->command != Command::session_setup) {
+          reply = error(status::user_session_deleted);
+          answered = true;
+        }
+      }
+    }
+    if (!answered && needs_tree(h->command)) {
+      auto t = r.session ? r.session->trees.find(r.header.tree_id) : decltype(r.session->trees.end()){};
+      if (!r.session || t == r.session->trees.end()) {
+        reply = error(status::network_name_deleted);
+        answered = true;
+      } else {
+        r.tree = &t->second;
+      }
+    }
+    if (!answered) reply = co_await dispatch(r);
+    if (h->command == Command::session_setup) {
+      // A failed authentication erased the session.
+      auto it = sessions_.find(reply.session_id ? reply.session_id : r.header.session_id);
+      r.session = it == sessions_.end() ? nullptr : it->second.get();
+    }
+    if (h->command == Command::create) {
+      chain_status_ = reply.status;
+      if (reply.status != status::success) chain_file_.reset();
+    }
+    if (reply.session_id) r.header.session_id = reply.session_id;
+    if (reply.tree_id) r.header.tree_id = reply.tree_id;
+    chain_session_ = r.header.session_id;
+    chain_tree_ = r.tree ? r.tree->id : r.header.tree_id;
+
+    // The header.
+    Header out;
+    out.command = h->command;
+    out.credit_charge = h->credit_charge;
+    out.status = reply.status;
+    out.flags = flags::server_to_redir | (h->flags & flags::related);
+    out.message_id = h->message_id;
+    out.tree_id = r.header.tree_id;
+    out.session_id = r.header.session_id;
+    out.credits = grant_credits(*h);
+    Writer hw;
+    write_header(hw, out);
+    std::memcpy(reply.out.data().data(), hw.data().data(), kHeaderSize);
+
+    // Sign with the session's key: every answer on a signing session, and
+    // the final SESSION_SETUP answer (its key is new).
+    Session* signer = nullptr;
+    auto sit = sessions_.find(out.session_id);
+    if (sit != sessions_.end() && sit->second->valid && !encrypted_by && h->command != Command::negotiate) {
+      Session& s = *sit->second;
+      if (s.signing || (h->flags & flags::signed_) ||
+          (h->command == Command::session_setup && reply.status == status::success)) {
+        signer = &s;
+      }
+    }
+    if (h->command == Command::session_setup && reply.status == status::more_processing_required &&
+        dialect_ == dialect::smb311 && sit != sessions_.end()) {
+      sit->second->preauth = sha512({sit->second->preauth, reply.out.data()});
+    }
+    if (h->command == Command::negotiate && dialect_ == dialect::smb311) {
+      preauth_ = sha512({preauth_, reply.out.data()});
+    }
+    record(r, reply, started, reply.bytes);
+    replies.push_back(std::move(reply));
+    signers.push_back(signer);
+    pos += len;
+    if (!h->next_command) break;
+  }
+
+  if (replies.empty()) co_return true;  // only CANCELs, which are not answered
+
+  // One frame for the whole chain: each answer padded to 8 bytes and
+  // pointing at the next, each signed on its own.
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    Writer& w = replies[i].out;
+    if (i + 1 < replies.size()) {
+      w.align(8);
+      w.set_u32(20, static_cast<std::uint32_t>(w.size()));
+    }
+    if (signers[i]) sign(*signers[i], w.data());
+  }
+  if (drop_) co_return false;
+  Bytes& first = replies.front().out.data();
+  for (std::size_t i = 1; i < replies.size(); ++i) {
+    first.insert(first.end(), replies[i].out.data().begin(), replies[i].out.data().end());
+  }
+  const bool sent = co_await send(first, encrypted_by);
+  if (logged_off_) {
+    sessions_.erase(*logged_off_);
+    logged_off_.reset();
+  }
+  co_return sent;
+}
+
+asio::awaitable<bool> Connection::send(std::span<std::uint8_t> msg, const Session* encrypt_for) {
+  Bytes sealed;
+  if (encrypt_for) {
+    sealed = encrypt(*encrypt_for, msg);
+    msg = sealed;
+  }
+  const std::size_t n = msg.size();
+  const std::uint8_t head[4] = {0, static_cast<std::uint8_t>(n >> 16), static_cast<std::uint8_t>(n >> 8),
+                                static_cast<std::uint8_t>(n)};
+  std::array<asio::const_buffer, 2> bufs{asio::buffer(head), asio::buffer(msg.data(), n)};
+  auto [ec, written] = co_await asio::async_write(socket_, bufs, asio::as_tuple(use_awaitable));
+  co_return !ec;
+}
+
+bool Connection::take_credits(const Header& h) {
+  const std::uint64_t charge = (dialect_ >= dialect::smb210 && h.credit_charge) ? h.credit_charge : 1;
+  if (h.message_id < credit_low_) return false;
+  const std::uint64_t off = h.message_id - credit_low_;
+  if (off >= window_.size() || window_.size() - off < charge) return false;
+  for (std::uint64_t i = 0; i < charge; ++i) {
+    if (window_[off + i]) return false;
+  }
+  for (std::uint64_t i = 0; i < charge; ++i) window_[off + i] = true;
+  credits_unused_ -= charge;
+  while (!window_.empty() && window_.front()) {
+    window_.pop_front();
+    ++credit_low_;
+  }
+  return true;
+}
+
+std::uint16_t Connection::grant_credits(const Header& h) {
+  const std::size_t cap = server_->config.max_credits;
+  std::size_t want = std::max<std::size_t>(h.credits, 1);
+  std::size_t grant = window_.size() >= cap ? 0 : std::min(want, cap - window_.size());
+  if (grant == 0 && credits_unused_ == 0) grant = 1;  // never leave the client without a credit
+  window_.insert(window_.end(), grant, false);
+  credits_unused_ += grant;
+  return static_cast<std::uint16_t>(grant);
+}
+
+bool Connection::charge_covers(const Header& h, std::uint64_t bytes) const {
+  if (dialect_ < dialect::smb210) return bytes <= 65536;
+  const std::uint64_t charge = std::max<std::uint16_t>(h.credit_charge, 1);
+  const std::uint64_t needed = bytes == 0 ? 1 : (bytes - 1) / 65536 + 1;
+  return needed <= charge;
+}
+
+void Connection::sign(Session& s, std::span<std::uint8_t> msg) const {
+  msg[16] |= flags::signed_;
+  std::memset(msg.data() + kSignatureOffset, 0, 16);
+  if (dialect_ >= dialect::smb300) {
+    const Digest16 mac = aes_cmac(s.signing_key, {msg});
+    std::memcpy(msg.data() + kSignatureOffset, mac.data(), 16);
+  } else {
+    const auto mac = hmac_sha256(s.signing_key, {msg});
+    std::memcpy(msg.data() + kSignatureOffset, mac.data(), 16);
+  }
+}
+
+bool Connection::verify(const Session& s, ByteView msg) const {
+  static constexpr std::uint8_t kZeros[16] = {};
+  ByteView head = msg.first(kSignatureOffset);
+  ByteView body = msg.subspan(kHeaderSize);
+  ByteView given = msg.subspan(kSignatureOffset, 16);
+  if (dialect_ >= dialect::smb300) return equal(aes_cmac(s.signing_key, {head, kZeros, body}), given);
+  const auto mac = hmac_sha256(s.signing_key, {head, kZeros, body});
+  return equal(ByteView(mac).first(16), given);
+}
+
+std::optional<Bytes> Connection::decrypt(std::span<std::uint8_t> frame, std::uint64_t* session_id) {
+  if (dialect_ < dialect::smb300 || frame.size() <= kTransformSize) return std::nullopt;
+  Reader r(frame, 4);
+  ByteView tag = r.bytes(16);
+  ByteView nonce = r.bytes(16);
+  const std::uint32_t size = r.u32();
+  r.u16();
+  const std::uint16_t flag = r.u16();
+  *session_id = r.u64();
+  if (!r.ok() || flag != 1 || size != frame.size() - kTransformSize) return std::nullopt;
+  auto it = sessions_.find(*session_id);
+  if (it == sessions_.end() || !it->second->valid) return std::nullopt;
+  Bytes plain(frame.begin() + kTransformSize, frame.end());
+  const std::size_t nonce_len = cipher_ == Cipher::aes128_gcm ? 12 : 11;
+  if (!aead_decrypt(cipher_, it->second->decryption_key, nonce.first(nonce_len), frame.subspan(20, 32), plain,
+                    std::span<const std::uint8_t, 16>(tag.data(), 16))) {
+    return std::nullopt;
+  }
+  return plain;
+}
+
+Bytes Connection::encrypt(const Session& s, ByteView plain) const {
+  Writer w;
+  w.u32(kProtocolTransform);
+  w.zeros(16);
+  std::array<std::uint8_t, 16> nonce{};
+  const std::size_t nonce_len = cipher_ == Cipher::aes128_gcm ? 12 : 11;
+  // A random nonce per message: 88 or 96 bits make a repeat under one key
+  // negligible for any session's lifetime.
+  random_bytes(std::span(nonce).first(nonce_len));
+  w.bytes(nonce);
+  w.u32(static_cast<std::uint32_t>(plain.size()));
+  w.u16(0);
+  w.u16(1);
+  w.u64(s.id);
+  w.bytes(plain);
+  Bytes& out = w.data();
+  std::array<std::uint8_t, 16> tag{};
+  aead_encrypt(cipher_, s.encryption_key, ByteView(nonce).first(nonce_len), ByteView(out).subspan(20, 32),
+               std::span(out).subspan(kTransformSize), tag);
+  std::memcpy(out.data() + 4, tag.data(), 16);
+  return w.take();
+}
+
+Reply Connection::error(std::uint32_t s) const {
+  Reply r(s);
+  r.out.u16(9);
+  r.out.u8(0);
+  r.out.u8(0);
+  r.out.u32(0);
+  r.out.u8(0);
+  return r;
+}
+
+ns::OpContext Connection::context(const Request& r) const {
+  ns::OpContext ctx;
+  if (r.session) ctx.principal = r.session->principal;
+  if (r.tree) ctx.export_access = r.tree->export_access;
+  ctx.protocol = "smb";
+  ctx.client_addr = peer_;
+  return ctx;
+}
+
+ns::OpContext Connection::context(const Session& s, const Tree* t) const {
+  ns::OpContext ctx;
+  ctx.principal = s.principal;
+  if (t) ctx.export_access = t->export_access;
+  ctx.protocol = "smb";
+  ctx.client_addr = peer_;
+  return ctx;
+}
+
+Open* Connection::find_open(const Request& r, Reader& body) {
+  const std::uint64_t persistent = body.u64();
+  std::uint64_t id = body.u64();
+  if (!body.ok()) return nullptr;
+  if (persistent == kAnyFileId && id == kAnyFileId && (r.header.flags & flags::related)) {
+    if (!chain_file_) return nullptr;
+    id = *chain_file_;
+  }
+  auto it = opens_.find(id);
+  if (it == opens_.end() || !r.session || it->second.session != r.session->id || !r.tree ||
+      it->second.tree != r.tree->id) {
+    return nullptr;
+  }
+  chain_file_ = id;
+  return &it->second;
+}
+
+Connection::Task Connection::dispatch(Request& r) {
+  switch (r.header.command) {
+    case Command::negotiate: return on_negotiate(r);
+    case Command::session_setup: return on_session_setup(r);
+    case Command::logoff: return on_logoff(r);
+    case Command::tree_connect: return on_tree_connect(r);
+    case Command::tree_disconnect: return on_tree_disconnect(r);
+    case Command::create: return on_create(r);
+    case Command::close: return on_close(r);
+    case Command::flush: return on_flush(r);
+    case Command::read: return on_read(r);
+    case Command::write: return on_write(r);
+    case Command::ioctl: return on_ioctl(r);
+    case Command::echo: return on_echo(r);
+    case Command::query_directory: return on_query_directory(r);
+    case Command::query_info: return on_query_info(r);
+    case Command::set_info: return on_set_info(r);
+    case Command::lock:
+    case Command::change_notify:
+      // Byte-range locks and change notification are not built: refused
+      // plainly so clients fall back (smbclient never needs them).
+      return [](Reply e) -> Task { co_return e; }(error(status::not_supported));
+    default:
+      return [](Reply e) -> Task { co_return e; }(error(status::invalid_parameter));
+  }
+}
+
+void Connection::record(const Request& r, const Reply& reply, std::chrono::steady_clock::time_point start,
+                        std::uint64_t bytes) {
+  const auto i = static_cast<std::size_t>(r.header.command);
+  if (i >= server_->metrics.size()) return;
+  const CommandMetrics& m = server_->metrics[i];
+  const bool failed = reply.status != status::success && reply.status != status::more_processing_required &&
+                      reply.status != status::buffer_overflow && reply.status != status::no_more_files &&
+                      reply.status != status::end_of_file;
+  m.requests->inc();
+  if (failed) m.errors->inc();
+  m.latency->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (!reply.audit || (!failed && !audited_on_success(r.header.command))) return;
+  if (r.header.command == Command::session_setup && reply.status == status::more_processing_required) return;
+  audit::Record rec;
+  rec.user = r.session && r.session->valid ? r.session->principal.user : "-";
+  rec.protocol = "smb";
+  rec.client = peer_;
+  rec.op = std::string(command_name(r.header.command));
+  rec.path = reply.audit_path;
+  rec.bytes = bytes;
+  rec.result = failed ? status_name(reply.status) : "ok";
+  rec.request_id = std::to_string(r.header.session_id) + ":" + std::to_string(r.header.message_id);
+  server_->audit.record(std::move(rec));
+}
+
+}  // namespace weft::smb

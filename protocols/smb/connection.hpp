@@ -1,0 +1,248 @@
+// One SMB2/3 connection: a coroutine that reads direct-TCP frames, checks
+// credits, signatures and encryption, runs each request of a (compound)
+// message in order and writes the answers. The state that a connection's
+// handlers share lives here; the handlers are split by topic:
+//   session_ops.cpp   NEGOTIATE SESSION_SETUP LOGOFF TREE_* ECHO IOCTL
+//   file_ops.cpp      CREATE CLOSE FLUSH READ WRITE LOCK
+//   directory.cpp     QUERY_DIRECTORY
+//   info.cpp          QUERY_INFO SET_INFO
+#pragma once
+
+#include "gateway/ns/types.hpp"
+#include "protocols/smb/crypto.hpp"
+#include "protocols/smb/ntlm.hpp"
+#include "protocols/smb/opens.hpp"
+#include "protocols/smb/wire.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <chrono>
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace weft::ns {
+class Namespace;
+}
+namespace weft::audit {
+class Log;
+}
+namespace weft::metrics {
+class Counter;
+class Histogram;
+class Gauge;
+}  // namespace weft::metrics
+
+namespace weft::smb {
+
+namespace dialect {
+inline constexpr std::uint16_t smb202 = 0x0202;
+inline constexpr std::uint16_t smb210 = 0x0210;
+inline constexpr std::uint16_t smb300 = 0x0300;
+inline constexpr std::uint16_t smb302 = 0x0302;
+inline constexpr std::uint16_t smb311 = 0x0311;
+inline constexpr std::uint16_t wildcard = 0x02FF;
+}  // namespace dialect
+
+struct Config {
+  std::string server_name = "WEFT";
+  std::uint32_t max_io = 8u << 20;  // MaxRead/Write/TransactSize for 2.1 and later
+  std::uint16_t max_credits = 8192;
+  bool require_signing = true;
+  bool encrypt = false;  // require encryption on every share
+  std::chrono::seconds read_timeout{60};
+};
+
+struct CommandMetrics {
+  metrics::Counter* requests = nullptr;
+  metrics::Counter* errors = nullptr;
+  metrics::Histogram* latency = nullptr;
+};
+
+// What every connection shares; connections own it (shared_ptr).
+struct Server {
+  Server(ns::Namespace& n, audit::Log& a, Config c) : ns(n), audit(a), config(std::move(c)) {}
+  ns::Namespace& ns;
+  audit::Log& audit;
+  Config config;
+  std::array<std::uint8_t, 16> guid{};
+  std::int64_t start_ns = 0;
+  OpenTable opens;
+  std::array<CommandMetrics, static_cast<std::size_t>(Command::count_)> metrics{};
+  metrics::Counter* bytes_read = nullptr;
+  metrics::Counter* bytes_written = nullptr;
+  metrics::Counter* auth_failures = nullptr;
+  metrics::Gauge* connections = nullptr;
+  std::atomic<std::uint64_t> next_file{1};
+  std::atomic<bool> stopping{false};
+};
+
+struct Tree {
+  std::uint32_t id = 0;
+  std::string share;
+  bool ipc = false;
+  ns::ExportAccess export_access;
+};
+
+struct Session {
+  std::uint64_t id = 0;
+  bool valid = false;  // authenticated
+  NtlmServer ntlm;
+  Bytes mech_types;  // the client's SPNEGO MechTypeList, for mechListMIC
+  bool raw_ntlmssp = false;  // the client spoke NTLMSSP without SPNEGO
+  Hash512 preauth{};
+  bool signing = false;
+  bool encrypt = false;
+  Key16 signing_key{};
+  Key16 encryption_key{};  // server to client
+  Key16 decryption_key{};  // client to server
+  ns::Principal principal;
+  std::map<std::uint32_t, Tree> trees;
+  std::uint32_t next_tree = 1;
+};
+
+// A directory listing held by an open between QUERY_DIRECTORY calls.
+struct Listing {
+  bool built = false;
+  std::vector<ns::DirEntry> entries;  // "." and ".." first, filtered by the pattern
+  std::size_t next = 0;
+};
+
+struct Open {
+  std::uint64_t id = 0;
+  std::uint64_t session = 0;
+  std::uint32_t tree = 0;
+  ns::Ino ino = 0;
+  ns::Ino parent = 0;
+  std::string path;  // from the share root, '/'-separated
+  bool directory = false;
+  std::optional<ns::Handle> handle;
+  bool handle_writes = false;
+  std::uint32_t access = 0;
+  bool delete_on_close = false;
+  bool wrote = false;
+  std::uint64_t bytes = 0;  // read and written through this open, for its audit record
+  Listing listing;
+};
+
+// One request of a message, and what its handler answers.
+struct Request {
+  Header header;
+  ByteView msg;  // this request, header first: body offsets count from here
+  Session* session = nullptr;
+  Tree* tree = nullptr;
+};
+
+struct Reply {
+  std::uint32_t status = 0;
+  Writer out;  // the header's 64 bytes, then the body the handler appends
+  std::string audit_path;  // share/path, when the request names a file
+  bool audit = true;       // reads, writes and other high-rate calls of an open are audited at its close
+  std::uint64_t bytes = 0;
+  std::uint64_t session_id = 0;  // set by SESSION_SETUP and TREE_CONNECT for the header
+  std::uint32_t tree_id = 0;
+  Reply() { out.zeros(kHeaderSize); }
+  explicit Reply(std::uint32_t s) : status(s) { out.zeros(kHeaderSize); }
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(std::shared_ptr<Server> server, boost::asio::ip::tcp::socket socket);
+  boost::asio::awaitable<void> run();
+  // Closes the socket; the running coroutine then cleans up. close_soon()
+  // may be called from any thread.
+  void close();
+  void close_soon();
+
+ private:
+  using Task = boost::asio::awaitable<Reply>;
+
+  // --- framing, credits, signing, dispatch (connection.cpp) ---
+  boost::asio::awaitable<bool> handle_frame(std::span<std::uint8_t> frame);
+  bool answer_smb1_negotiate(ByteView frame, Reply& reply);
+  bool take_credits(const Header& h);
+  std::uint16_t grant_credits(const Header& h);
+  void write_negotiate(Writer& w, std::uint16_t chosen, ByteView contexts, std::uint16_t context_count) const;
+  Task dispatch(Request& r);
+  void sign(Session& s, std::span<std::uint8_t> msg) const;
+  bool verify(const Session& s, ByteView msg) const;
+  std::optional<Bytes> decrypt(std::span<std::uint8_t> frame, std::uint64_t* session_id);
+  Bytes encrypt(const Session& s, ByteView plain) const;
+  boost::asio::awaitable<bool> send(std::span<std::uint8_t> msg, const Session* encrypt_for);
+  void record(const Request& r, const Reply& reply, std::chrono::steady_clock::time_point start,
+              std::uint64_t bytes);
+  ns::OpContext context(const Request& r) const;
+  Open* find_open(const Request& r, Reader& body);
+  bool charge_covers(const Header& h, std::uint64_t bytes) const;
+
+  // --- handlers ---
+  Task on_negotiate(Request& r);
+  Task on_session_setup(Request& r);
+  Task on_logoff(Request& r);
+  Task on_tree_connect(Request& r);
+  Task on_tree_disconnect(Request& r);
+  Task on_echo(Request& r);
+  Task on_ioctl(Request& r);
+  Task on_create(Request& r);
+  Task on_close(Request& r);
+  Task on_flush(Request& r);
+  Task on_read(Request& r);
+  Task on_write(Request& r);
+  Task on_query_directory(Request& r);
+  Task on_query_info(Request& r);
+  Task on_set_info(Request& r);
+  Reply error(std::uint32_t status) const;
+  // Releases the handle (sealing what it wrote) and deletes the file when
+  // it was the last open of a file to be deleted; the NTSTATUS of the seal.
+  boost::asio::awaitable<std::uint32_t> close_open(const ns::OpContext& ctx, Open& o);
+  ns::OpContext context(const Session& s, const Tree* t) const;
+  boost::asio::awaitable<void> drop_session(std::uint64_t id);
+  boost::asio::awaitable<void> drop_tree(Session& s, std::uint32_t tree_id);
+
+  std::shared_ptr<Server> server_;
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer watchdog_;
+  std::string peer_;
+
+  // Negotiated state.
+  bool negotiated_ = false;
+  std::uint16_t dialect_ = 0;
+  std::uint32_t client_capabilities_ = 0;
+  std::array<std::uint8_t, 16> client_guid_{};
+  std::uint16_t client_security_mode_ = 0;
+  std::vector<std::uint16_t> client_dialects_;
+  Hash512 preauth_{};
+  bool signing_cmac_ = false;  // 3.x
+  Cipher cipher_ = Cipher::aes128_ccm;
+  bool cipher_agreed_ = false;
+  std::uint32_t max_io_ = 65536;
+
+  // Credits: message ids in [credit_low_, credit_low_ + window_.size()) may
+  // be used; window_ marks those already used.
+  std::uint64_t credit_low_ = 0;
+  std::deque<bool> window_;
+  std::size_t credits_unused_ = 1;
+
+  std::map<std::uint64_t, std::unique_ptr<Session>> sessions_;
+  std::unordered_map<std::uint64_t, Open> opens_;
+  std::uint64_t nonce_counter_ = 0;
+
+  // Compound state: what related requests inherit.
+  std::uint64_t chain_session_ = 0;
+  std::uint32_t chain_tree_ = 0;
+  std::optional<std::uint64_t> chain_file_;
+  std::uint32_t chain_status_ = 0;
+  std::optional<std::uint64_t> logged_off_;  // erased once its LOGOFF answer is signed
+  bool drop_ = false;  // close the connection instead of answering (a failed validate negotiate)  // a failed CREATE's status, which related requests after it answer
+};
+
+inline constexpr std::uint64_t kAnyFileId = ~std::uint64_t{0};
+
+}  // namespace weft::smb

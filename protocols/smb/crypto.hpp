@@ -1,0 +1,52 @@
+// The cryptography SMB2/3 and NTLMSSP need, on OpenSSL 3: HMAC-MD5/SHA-256,
+// MD5, SHA-512 (3.1.1 preauth integrity), AES-CMAC (3.x signing), the
+// SP800-108 counter-mode KDF (3.x keys), AES-128-CCM/GCM (3.x encryption)
+// and RC4 (NTLMSSP key exchange). RC4 lives in OpenSSL's legacy provider; it
+// is loaded into a private library context so the process-wide providers
+// stay as they are (as gateway/ns does for MD4).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace weft::smb {
+
+using Bytes = std::vector<std::uint8_t>;
+using ByteView = std::span<const std::uint8_t>;
+using Key16 = std::array<std::uint8_t, 16>;
+using Digest16 = std::array<std::uint8_t, 16>;
+using Hash512 = std::array<std::uint8_t, 64>;
+
+Digest16 hmac_md5(ByteView key, std::initializer_list<ByteView> parts);
+std::array<std::uint8_t, 32> hmac_sha256(ByteView key, std::initializer_list<ByteView> parts);
+Digest16 md5(std::initializer_list<ByteView> parts);
+Hash512 sha512(std::initializer_list<ByteView> parts);
+Digest16 aes_cmac(const Key16& key, std::initializer_list<ByteView> parts);
+// SP800-108 counter mode with HMAC-SHA256, one block, L = 128 bits: the
+// SMB 3.x key derivation. `label` and `context` are used as given (the SMB
+// labels include their terminating NUL).
+Key16 smb3_kdf(ByteView session_key, ByteView label, ByteView context);
+// RC4 over `data` in place; false when the legacy provider is missing.
+bool rc4(ByteView key, std::span<std::uint8_t> data);
+
+enum class Cipher : std::uint16_t { aes128_ccm = 1, aes128_gcm = 2 };
+// Authenticated encryption with associated data; the nonce is 11 bytes for
+// CCM and 12 for GCM. decrypt() returns false when the tag does not match.
+bool aead_encrypt(Cipher c, const Key16& key, ByteView nonce, ByteView aad,
+                  std::span<std::uint8_t> data, std::span<std::uint8_t, 16> tag);
+bool aead_decrypt(Cipher c, const Key16& key, ByteView nonce, ByteView aad,
+                  std::span<std::uint8_t> data, std::span<const std::uint8_t, 16> tag);
+
+void random_bytes(std::span<std::uint8_t> out);
+// Constant-time comparison.
+bool equal(ByteView a, ByteView b);
+
+inline ByteView as_bytes(std::string_view s) {
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
+}  // namespace weft::smb

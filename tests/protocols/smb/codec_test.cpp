@@ -1,0 +1,178 @@
+// Units of the SMB front end's codecs: wire readers, UTF-16, FILETIME,
+// SPNEGO, path checks and the crypto primitives (published test vectors).
+#include "protocols/smb/crypto.hpp"
+#include "protocols/smb/ntlm.hpp"
+#include "protocols/smb/paths.hpp"
+#include "protocols/smb/spnego.hpp"
+#include "protocols/smb/status.hpp"
+#include "protocols/smb/wire.hpp"
+
+#include <doctest/doctest.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
+#include <string>
+
+using namespace weft::smb;
+
+namespace {
+
+Bytes hex(std::string_view h) {
+  Bytes out;
+  for (std::size_t i = 0; i + 1 < h.size(); i += 2) out.push_back(static_cast<std::uint8_t>(std::stoi(std::string(h.substr(i, 2)), nullptr, 16)));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a reader that runs short turns not ok and yields zeros") {
+  const Bytes in{1, 2, 3};
+  Reader r(in);
+  CHECK(r.u16() == 0x0201);
+  CHECK(r.ok());
+  CHECK(r.u32() == 0);
+  CHECK_FALSE(r.ok());
+  CHECK(r.u8() == 0);
+  CHECK_FALSE(slice(in, 2, 2));
+  CHECK(slice(in, 3, 0));
+  CHECK_FALSE(slice(in, 4, 0));
+}
+
+TEST_CASE("UTF-16LE round trip, surrogate pairs, and refusal of unpaired surrogates") {
+  const std::string text = "caf\xc3\xa9 \xf0\x9f\x98\x80";
+  const Bytes u = to_utf16(text);
+  CHECK(u.size() == 2 * 7);
+  CHECK(from_utf16(u) == text);
+  CHECK_FALSE(from_utf16(Bytes{0x00, 0xd8, 0x41, 0x00}));
+  CHECK_FALSE(from_utf16(Bytes{0x00, 0xdc}));
+  CHECK_FALSE(from_utf16(Bytes{0x41}));
+}
+
+TEST_CASE("FILETIME and Unix time") {
+  CHECK(filetime(0) == 116444736000000000ull);
+  CHECK(unix_ns(filetime(1'700'000'000'123'456'700)) == 1'700'000'000'123'456'700);
+}
+
+TEST_CASE("SMB2 header round trip and rejection") {
+  Header h;
+  h.command = Command::read;
+  h.message_id = 77;
+  h.tree_id = 5;
+  h.session_id = 0x1122334455667788;
+  h.credits = 31;
+  Writer w;
+  write_header(w, h);
+  REQUIRE(w.size() == kHeaderSize);
+  auto back = parse_header(w.data());
+  REQUIRE(back);
+  CHECK(back->command == Command::read);
+  CHECK(back->message_id == 77);
+  CHECK(back->tree_id == 5);
+  CHECK(back->session_id == 0x1122334455667788);
+  Bytes bad = w.data();
+  bad[4] = 63;
+  CHECK_FALSE(parse_header(bad));
+  CHECK_FALSE(parse_header(ByteView(w.data()).first(63)));
+}
+
+TEST_CASE("SPNEGO: the server's token parses; responses carry token and MIC") {
+  auto init = parse_spnego(spnego_server_init());
+  REQUIRE(init);
+  CHECK(init->init);
+  CHECK(init->offers_ntlm);
+  const Bytes token{'N', 'T', 'L', 'M'};
+  const Bytes mic{1, 2, 3};
+  auto resp = parse_spnego(spnego_response(NegState::accept_incomplete, true, token, mic));
+  REQUIRE(resp);
+  CHECK_FALSE(resp->init);
+  CHECK(resp->mech_token == token);
+  CHECK(resp->mech_list_mic == mic);
+  Bytes truncated = spnego_server_init();
+  truncated.pop_back();
+  CHECK_FALSE(parse_spnego(truncated));
+  CHECK_FALSE(parse_spnego(Bytes{0x60, 0x84, 0xff, 0xff, 0xff, 0xff}));
+}
+
+TEST_CASE("NTLMSSP: malformed AUTHENTICATE messages are refused") {
+  CHECK_FALSE(parse_authenticate(Bytes{'N', 'T', 'L', 'M', 'S', 'S', 'P', 0, 3, 0, 0, 0}));
+  Bytes msg{'N', 'T', 'L', 'M', 'S', 'S', 'P', 0, 3, 0, 0, 0};
+  msg.resize(88, 0);
+  msg[20] = 0xff;  // NT response field: length 255 past the end
+  msg[24] = 80;
+  CHECK_FALSE(parse_authenticate(msg));
+  NtlmServer server;
+  CHECK_FALSE(server.challenge(Bytes{1, 2, 3}, "W", 0));
+}
+
+TEST_CASE("SMB paths: streams, wildcards and empty components") {
+  CHECK(split_path(to_utf16("a\\b\\c")).names == std::vector<std::string>{"a", "b", "c"});
+  CHECK(split_path(to_utf16("")).names.empty());
+  CHECK(split_path(to_utf16("f::$DATA")).names == std::vector<std::string>{"f"});
+  CHECK(split_path(to_utf16("f:alt")).status == status::object_name_invalid);
+  CHECK(split_path(to_utf16("a*")).status == status::object_name_invalid);
+  CHECK(split_path(to_utf16("a\\\\b")).status == status::object_name_invalid);
+  CHECK(split_path(to_utf16("\\a")).status == status::invalid_parameter);
+  CHECK(split_path(to_utf16(std::string(256, 'x'))).status == status::name_too_long);
+}
+
+TEST_CASE("crypto primitives against published vectors") {
+  // RFC 2202 test case 1.
+  const Bytes key(16, 0x0b);
+  const Digest16 mac = hmac_md5(key, {as_bytes("Hi There")});
+  CHECK(Bytes(mac.begin(), mac.end()) == hex("9294727a3638bb1c13f48ef8158bfc9d"));
+  // RFC 4493 example 1 (empty message) and 2.
+  Key16 k;
+  const Bytes kb = hex("2b7e151628aed2a6abf7158809cf4f3c");
+  std::copy(kb.begin(), kb.end(), k.begin());
+  const Digest16 empty = aes_cmac(k, {});
+  CHECK(Bytes(empty.begin(), empty.end()) == hex("bb1d6929e95937287fa37d129b756746"));
+  const Digest16 one = aes_cmac(k, {hex("6bc1bee22e409f96e93d7e117393172a")});
+  CHECK(Bytes(one.begin(), one.end()) == hex("070a16b46b4d4144f79bdd9dd04a287c"));
+  const Bytes m64 = hex(
+      "6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51"
+      "30c81c46a35ce411e5fbc1191a0a52eff69f2445df4f9b17ad2b417be66c3710");
+  const Digest16 forty = aes_cmac(k, {ByteView(m64).first(40)});
+  CHECK(Bytes(forty.begin(), forty.end()) == hex("dfa66747de9ae63030ca32611497c827"));
+  const Digest16 sixty_four = aes_cmac(k, {m64});
+  CHECK(Bytes(sixty_four.begin(), sixty_four.end()) == hex("51f0bebf7e3b9d92fc49741779363cfe"));
+  // Split into parts anywhere, and long enough for the bulk path: the same MAC.
+  Bytes long_msg(300000);
+  for (std::size_t i = 0; i < long_msg.size(); ++i) long_msg[i] = static_cast<std::uint8_t>(i * 7);
+  const Digest16 whole = aes_cmac(k, {long_msg});
+  const Digest16 split = aes_cmac(k, {ByteView(long_msg).first(48), ByteView(long_msg).subspan(48, 16),
+                                      ByteView(long_msg).subspan(64, 77777), ByteView(long_msg).subspan(64 + 77777)});
+  CHECK(whole == split);
+  CHECK(split == aes_cmac(k, {ByteView(long_msg).first(5), ByteView(long_msg).subspan(5)}));
+  // And the same as OpenSSL's own CMAC.
+  EVP_MAC* cmac = EVP_MAC_fetch(nullptr, "CMAC", nullptr);
+  EVP_MAC_CTX* mctx = EVP_MAC_CTX_new(cmac);
+  char cipher_name[] = "AES-128-CBC";
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string("cipher", cipher_name, 0), OSSL_PARAM_construct_end()};
+  REQUIRE(EVP_MAC_init(mctx, k.data(), k.size(), params));
+  EVP_MAC_update(mctx, long_msg.data(), long_msg.size());
+  std::array<std::uint8_t, 16> reference{};
+  std::size_t n = 0;
+  EVP_MAC_final(mctx, reference.data(), &n, reference.size());
+  EVP_MAC_CTX_free(mctx);
+  EVP_MAC_free(cmac);
+  CHECK(reference == whole);
+  // AEAD round trip and tamper detection, both ciphers.
+  for (Cipher c : {Cipher::aes128_ccm, Cipher::aes128_gcm}) {
+    Bytes data = hex("00112233445566778899");
+    const Bytes plain = data;
+    const Bytes nonce(c == Cipher::aes128_gcm ? 12 : 11, 7);
+    const Bytes aad(32, 1);
+    std::array<std::uint8_t, 16> tag{};
+    REQUIRE(aead_encrypt(c, k, nonce, aad, data, tag));
+    CHECK(data != plain);
+    Bytes copy = data;
+    CHECK(aead_decrypt(c, k, nonce, aad, copy, tag));
+    CHECK(copy == plain);
+    tag[0] ^= 1;
+    CHECK_FALSE(aead_decrypt(c, k, nonce, aad, data, tag));
+  }
+  // RC4 (legacy provider): RFC 6229 key 0x0102030405, first bytes of keystream.
+  Bytes stream(8, 0);
+  REQUIRE(rc4(hex("0102030405"), stream));
+  CHECK(stream == hex("b2396305f03dc027"));
+}

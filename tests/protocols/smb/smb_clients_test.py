@@ -1,0 +1,440 @@
+#!/usr/bin/env python3
+"""The SMB front end driven by real clients: `weft serve` on port 0, then
+Samba's smbclient over SMB 2.1, 3.0 and 3.1.1 with signing required (and
+with encryption), boto3 over S3 for the cross-protocol round trips, and a
+small byte-level client (smb2_raw.py) for the bad input that real clients
+never send.
+
+A client that is not installed makes its tests print a SKIP line and pass.
+
+Usage: smb_clients_test.py --weft PATH [--large-mib N] [unittest arguments]
+"""
+
+import argparse
+import filecmp
+import json
+import os
+import pathlib
+import random
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import smb2_raw  # noqa: E402
+
+WEFT = None
+LIBSMBCLIENT_TEST = None
+LARGE_MIB = 256
+START_TIMEOUT = 30
+DIALECTS = ("SMB2", "SMB3", "SMB3_11")
+
+
+def skip(reason):
+    print("SKIP: " + reason, flush=True)
+    raise unittest.SkipTest(reason)
+
+
+class Gateway:
+    """One `weft serve` with the SMB and S3 listeners, in its own data dir."""
+
+    def __init__(self, data):
+        self.data = pathlib.Path(data)
+        self.proc = None
+
+    def start(self):
+        self.err = open(str(self.data) + ".stderr", "ab")
+        self.proc = subprocess.Popen(
+            [WEFT, "serve", "--data", str(self.data), "--smb", "127.0.0.1:0", "--s3", "127.0.0.1:0",
+             "--rest", "127.0.0.1:0", "--nfs", "off", "--sftp", "off"],
+            stdout=subprocess.DEVNULL, stderr=self.err)
+        path = self.data / "endpoints.json"
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if path.exists():
+                doc = json.loads(path.read_text())
+                if doc.get("pid") == self.proc.pid:
+                    self.host, port = doc["smb"].rsplit(":", 1)
+                    self.port = int(port)
+                    self.s3_url = "http://" + doc["s3"]
+                    self.rest_url = "http://" + doc["rest"]
+                    creds = json.loads((self.data / "credentials.json").read_text())
+                    self.user, self.password = creds["user"], creds["password"]
+                    self.s3_keys = (creds["access_key_id"], creds["secret_access_key"])
+                    return self
+            if self.proc.poll() is not None:
+                raise AssertionError("weft exited with %d" % self.proc.returncode)
+            time.sleep(0.05)
+        raise AssertionError("no endpoints.json after %d s" % START_TIMEOUT)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.err.close()
+
+
+GW = None
+TMP = None
+
+
+def setUpModule():
+    global GW, TMP
+    TMP = tempfile.mkdtemp(prefix="weft-smb-clients-")
+    GW = Gateway(os.path.join(TMP, "data")).start()
+
+
+def tearDownModule():
+    if GW:
+        GW.stop()
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+def smbclient(commands, dialect="SMB3_11", protection="sign", password=None, share="data", timeout=300,
+              cwd=None, check=True):
+    """Runs smbclient with signing (or encryption) required; returns its output."""
+    if not shutil.which("smbclient"):
+        skip("smbclient is not installed")
+    cmd = ["smbclient", "//%s/%s" % (GW.host, share), "-p", str(GW.port), "-m", dialect,
+           "--client-protection=" + protection, "-U", "%s%%%s" % (GW.user, password or GW.password),
+           "-c", commands]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    text = out.stdout + out.stderr
+    if check and (out.returncode != 0 or "NT_STATUS_" in text):
+        raise AssertionError("smbclient %s failed (%d):\n%s" % (commands, out.returncode, text))
+    return text
+
+
+def random_file(path, size, seed):
+    rng = random.Random(seed)
+    with open(path, "wb") as f:
+        left = size
+        while left:
+            n = min(left, 1 << 20)
+            f.write(rng.randbytes(n))
+            left -= n
+
+
+class SmbclientTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = pathlib.Path(tempfile.mkdtemp(dir=TMP))
+
+    def test_operations_per_dialect(self):
+        """put/get, ls, mkdir, rename, allinfo, rm and rmdir on every dialect."""
+        src = self.dir / "src.bin"
+        random_file(src, 5 * 1024 * 1024 + 123, 1)
+        for dialect in DIALECTS:
+            with self.subTest(dialect=dialect):
+                top = "ops-" + dialect
+                back = self.dir / ("back-" + dialect)
+                smbclient("mkdir %s; cd %s; put %s f.bin; mkdir sub; rename f.bin sub\\g.bin; get sub\\g.bin %s"
+                          % (top, top, src, back), dialect=dialect)
+                self.assertTrue(filecmp.cmp(src, back, shallow=False))
+                listing = smbclient("cd %s\\sub; ls" % top, dialect=dialect)
+                self.assertIn("g.bin", listing)
+                self.assertIn(str(src.stat().st_size), listing)
+                info = smbclient("allinfo %s\\sub\\g.bin" % top, dialect=dialect, check=False)
+                self.assertIn("write_time:", info)
+                self.assertIn("stream: [::$DATA], %d bytes" % src.stat().st_size, info)
+                smbclient("cd %s; rm sub\\g.bin; rmdir sub" % top, dialect=dialect)
+                listing = smbclient("ls %s\\*" % top, dialect=dialect)
+                self.assertNotIn("sub", listing)
+                smbclient("rmdir %s" % top, dialect=dialect)
+                missing = smbclient("ls %s" % top, dialect=dialect, check=False)
+                self.assertIn("NT_STATUS_NO_SUCH_FILE", missing)
+
+    def test_large_file(self):
+        """put and get of a large file, compared byte for byte."""
+        src = self.dir / "large.bin"
+        random_file(src, LARGE_MIB << 20, 2)
+        back = self.dir / "large.back"
+        started = time.monotonic()
+        smbclient("put %s large.bin" % src)
+        smbclient("get large.bin %s" % back)
+        print("large file %d MiB put+get in %.1f s" % (LARGE_MIB, time.monotonic() - started), flush=True)
+        self.assertTrue(filecmp.cmp(src, back, shallow=False))
+        smbclient("rm large.bin")
+
+    def test_many_files(self):
+        """mput and mget of 1,000 files."""
+        up = self.dir / "up"
+        down = self.dir / "down"
+        up.mkdir()
+        down.mkdir()
+        rng = random.Random(3)
+        for i in range(1000):
+            (up / ("f%04d.dat" % i)).write_bytes(rng.randbytes(rng.randrange(0, 8192)))
+        smbclient("mkdir many; cd many; prompt off; mput *", cwd=str(up), dialect="SMB3")
+        smbclient("cd many; prompt off; mget *", cwd=str(down), dialect="SMB3")
+        names = sorted(p.name for p in down.iterdir())
+        self.assertEqual(len(names), 1000)
+        match, mismatch, errors = filecmp.cmpfiles(up, down, names, shallow=False)
+        self.assertEqual((mismatch, errors), ([], []))
+        smbclient("cd many; prompt off; mask *; del *; cd ..; rmdir many")
+
+    def test_encryption(self):
+        """SMB 3.0 and 3.1.1 sessions with encryption required."""
+        src = self.dir / "enc.bin"
+        random_file(src, 3 * 1024 * 1024, 4)
+        for dialect in ("SMB3_00", "SMB3_11"):
+            with self.subTest(dialect=dialect):
+                back = self.dir / ("enc-" + dialect)
+                smbclient("put %s enc.bin; get enc.bin %s; rm enc.bin" % (src, back), dialect=dialect,
+                          protection="encrypt")
+                self.assertTrue(filecmp.cmp(src, back, shallow=False))
+
+    def test_wrong_password_and_share(self):
+        out = smbclient("ls", password="not-the-password", check=False)
+        self.assertIn("NT_STATUS_LOGON_FAILURE", out)
+        out = smbclient("ls", share="no-such-share", check=False)
+        self.assertIn("NT_STATUS_BAD_NETWORK_NAME", out)
+        smbclient("ls")  # and the server goes on serving
+        self.assertTrue(GW.alive())
+
+
+class LibsmbclientTest(unittest.TestCase):
+    """libsmbclient_test.cpp: the same operations through libsmbclient, on
+    SMB 2.1, 3.0 and 3.1.1 (also encrypted)."""
+
+    def test_libsmbclient(self):
+        if not LIBSMBCLIENT_TEST:
+            skip("no --libsmbclient-test program given")
+        home = tempfile.mkdtemp(dir=TMP)  # libsmbclient reads ~/.smb/smb.conf: keep it empty
+        env = dict(os.environ, HOME=home)
+        out = subprocess.run([LIBSMBCLIENT_TEST, GW.host, str(GW.port), GW.user, GW.password, "64", "1000"],
+                             capture_output=True, text=True, timeout=500, env=env)
+        print(out.stdout, out.stderr[-3000:], flush=True)
+        self.assertEqual(out.returncode, 0)
+        self.assertEqual(out.stdout.count("ok:"), 4)
+
+
+def s3_client():
+    try:
+        import boto3
+        from botocore.config import Config
+    except ImportError:
+        skip("boto3 is not installed")
+    return boto3.client("s3", endpoint_url=GW.s3_url, aws_access_key_id=GW.s3_keys[0],
+                        aws_secret_access_key=GW.s3_keys[1], region_name="us-east-1",
+                        config=Config(s3={"addressing_style": "path"}))
+
+
+class CrossProtocolTest(unittest.TestCase):
+    """SMB share "data" and S3 see the same namespace: a top-level directory
+    is a bucket."""
+
+    def test_smb_to_s3_and_back(self):
+        s3 = s3_client()
+        d = pathlib.Path(tempfile.mkdtemp(dir=TMP))
+        src = d / "x.bin"
+        random_file(src, 2 * 1024 * 1024 + 7, 5)
+        smbclient("mkdir crossbucket; put %s crossbucket\\from-smb.bin" % src)
+        body = s3.get_object(Bucket="crossbucket", Key="from-smb.bin")["Body"].read()
+        self.assertEqual(body, src.read_bytes())
+
+        data = random.Random(6).randbytes(3 * 1024 * 1024 + 11)
+        s3.put_object(Bucket="crossbucket", Key="dir/from-s3.bin", Body=data)
+        back = d / "from-s3.bin"
+        smbclient("get crossbucket\\dir\\from-s3.bin %s" % back)
+        self.assertEqual(back.read_bytes(), data)
+
+        # An SMB rename is seen by S3 at once.
+        smbclient("rename crossbucket\\from-smb.bin crossbucket\\renamed.bin")
+        keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="crossbucket")["Contents"])
+        self.assertEqual(keys, ["dir/from-s3.bin", "renamed.bin"])
+
+
+class ObservabilityTest(unittest.TestCase):
+    """SMB requests are counted in /metrics and accesses are audited."""
+
+    def test_metrics_and_audit(self):
+        d = pathlib.Path(tempfile.mkdtemp(dir=TMP))
+        (d / "audited.txt").write_bytes(b"x" * 12345)
+        smbclient("put %s audited.txt; get audited.txt %s" % (d / "audited.txt", d / "back.txt"))
+        import urllib.request
+        text = urllib.request.urlopen(GW.rest_url + "/metrics", timeout=10).read().decode()
+        creates = [l for l in text.splitlines() if l.startswith('weft_smb_requests_total{command="create"}')]
+        self.assertTrue(creates and float(creates[0].split()[-1]) >= 2, creates)
+        self.assertIn("weft_smb_written_bytes_total", text)
+        log = GW.data / "audit" / "audit.log"
+        deadline = time.monotonic() + 10
+        records = []
+        while time.monotonic() < deadline:
+            if log.exists():
+                records = [json.loads(l) for l in log.read_text().splitlines() if '"smb"' in l]
+                closes = [r for r in records if r.get("op") == "close" and r.get("path") == "data/audited.txt"]
+                if len(closes) >= 2:
+                    break
+            time.sleep(0.2)
+        closes = [r for r in records if r.get("op") == "close" and r.get("path") == "data/audited.txt"]
+        self.assertGreaterEqual(len(closes), 2, records[-10:])
+        self.assertEqual(closes[0]["user"], GW.user)
+        self.assertEqual(closes[0]["bytes"], 12345)
+        self.assertTrue(any(r.get("op") == "session_setup" and r.get("result") == "ok" for r in records))
+
+
+class BadInputTest(unittest.TestCase):
+    """Malformed and hostile requests get the right NTSTATUS or a clean
+    disconnect; the server goes on serving and nothing stored changes."""
+
+    KEEP = b"stored before the bad input\n" * 100
+
+    @classmethod
+    def setUpClass(cls):
+        c = cls.login()
+        r, fid = c.create("keep.txt", disposition=5)
+        assert r.status == 0, hex(r.status)
+        c.write(fid, cls.KEEP)
+        c.close_file(fid)
+        c.close()
+
+    @classmethod
+    def login(cls, tree=True):
+        c = smb2_raw.Client(GW.host, GW.port)
+        assert c.negotiate().status == 0
+        status = c.login(GW.user, GW.password)
+        assert status == 0, hex(status)
+        if tree:
+            assert c.tree_connect("data").status == 0
+        return c
+
+    def tearDown(self):
+        self.assertTrue(GW.alive())
+        c = self.login()
+        r, fid = c.create("keep.txt", disposition=1)
+        self.assertEqual(r.status, 0)
+        r = c.read(fid, 65536)
+        self.assertEqual(r.body[16:], self.KEEP)
+        c.close()
+
+    def assert_closed(self, c):
+        with self.assertRaises((smb2_raw.Closed, OSError)):
+            c.echo()
+            c.echo()
+
+    def test_smb1_multi_protocol_negotiate(self):
+        c = smb2_raw.Client(GW.host, GW.port)
+        dialects = b"\x02NT LM 0.12\0\x02SMB 2.002\0\x02SMB 2.???\0"
+        smb1 = b"\xffSMB" + bytes([0x72]) + b"\0" * 27 + b"\0" + struct.pack("<H", len(dialects)) + dialects
+        c.send_frame(smb1)
+        r = c.reply()
+        self.assertEqual(r.command, 0)
+        self.assertEqual(struct.unpack_from("<H", r.body, 4)[0], 0x02FF)
+        c.mid = 1
+        self.assertEqual(c.negotiate().status, 0)
+        self.assertEqual(c.login(GW.user, GW.password), 0)
+        c.close()
+
+    def test_garbage_and_malformed_frames(self):
+        for frame in (b"\x01\x00\x00\x04abcd",                       # not a session message
+                      struct.pack(">I", 0xFFFFFF) + b"x" * 10,        # length past the limit
+                      struct.pack(">I", 20) + b"\xfeSMB" + b"\0" * 16,  # header cut short
+                      struct.pack(">I", 68) + b"\xfeSMB" + struct.pack("<H", 99) + b"\0" * 62):  # bad size
+            c = smb2_raw.Client(GW.host, GW.port)
+            c.sock.sendall(frame)
+            self.assert_closed(c)
+            c.close()
+
+    def test_wrong_password(self):
+        c = smb2_raw.Client(GW.host, GW.port)
+        c.negotiate()
+        self.assertEqual(c.login(GW.user, "wrong"), smb2_raw.STATUS_LOGON_FAILURE)
+        self.assertEqual(c.login("nobody-here", "x"), smb2_raw.STATUS_LOGON_FAILURE)
+        c.close()
+
+    def test_signatures(self):
+        c = self.login()
+        r, fid = c.create("keep.txt", disposition=1, sign=False)  # unsigned on a signing session
+        self.assertEqual(r.status, smb2_raw.STATUS_ACCESS_DENIED)
+        msg = c.sign(c.header(smb2_raw.CREATE) + b"\0" * 57)
+        bad = msg[:50] + bytes([msg[50] ^ 1]) + msg[51:]  # one bit of the signature flipped
+        c.send_frame(bad)
+        self.assertEqual(c.reply().status, smb2_raw.STATUS_ACCESS_DENIED)
+        r = c.write(b"\0" * 16, b"x", sign=False)
+        self.assertEqual(r.status, smb2_raw.STATUS_ACCESS_DENIED)
+        c.close()
+
+    def test_unknown_ids(self):
+        c = self.login()
+        self.assertEqual(c.echo().status, 0)
+        r, _ = c.create("keep.txt", disposition=1, session_id=0x1234567, sign=False)
+        self.assertEqual(r.status, smb2_raw.STATUS_USER_SESSION_DELETED)
+        r, _ = c.create("keep.txt", disposition=1, tree_id=777)
+        self.assertEqual(r.status, smb2_raw.STATUS_NETWORK_NAME_DELETED)
+        r = c.read(b"\x05" * 16, 10)
+        self.assertEqual(r.status, smb2_raw.STATUS_FILE_CLOSED)
+        r = c.close_file(b"\x06" * 16)
+        self.assertEqual(r.status, smb2_raw.STATUS_FILE_CLOSED)
+        c.close()
+
+    def test_oversized_and_undercharged_io(self):
+        c = self.login()
+        r, fid = c.create("keep.txt", disposition=1)
+        self.assertEqual(r.status, 0)
+        self.assertEqual(c.echo(credits=2048).status, 0)  # enough credits for the charges below
+        r = c.read(fid, 16 << 20, credit_charge=256)  # past MaxReadSize
+        self.assertEqual(r.status, smb2_raw.STATUS_INVALID_PARAMETER)
+        r = c.read(fid, 1 << 20, credit_charge=1)  # 1 MiB needs 16 credits
+        self.assertEqual(r.status, smb2_raw.STATUS_INVALID_PARAMETER)
+        r = c.write(fid, b"y" * 200000, credit_charge=1)
+        self.assertEqual(r.status, smb2_raw.STATUS_INVALID_PARAMETER)
+        body = struct.pack("<HHIQ16sIIHHI", 49, 64 + 48, 5000, 0, fid, 0, 0, 0, 0, 0) + b"short"
+        r = c.request(smb2_raw.WRITE, body)  # claims more data than it carries
+        self.assertEqual(r.status, smb2_raw.STATUS_INVALID_PARAMETER)
+        c.close_file(fid)
+        c.close()
+
+    def test_credit_abuse(self):
+        c = self.login()
+        used = c.mid - 1
+        c.send_frame(c.sign(c.header(smb2_raw.ECHO, mid=used) + struct.pack("<HH", 4, 0)))  # reused id
+        self.assert_closed(c)
+        c = self.login()
+        c.send_frame(c.sign(c.header(smb2_raw.ECHO, mid=c.mid + 100000) + struct.pack("<HH", 4, 0)))
+        self.assert_closed(c)
+
+    def test_cancel_only_frame(self):
+        c = self.login()
+        c.send_frame(c.header(12, mid=0) + struct.pack("<HH", 4, 0))  # CANCEL: never answered
+        self.assertEqual(c.echo().status, 0)
+        c.close()
+
+    def test_truncated_compound(self):
+        c = self.login()
+        first = c.header(smb2_raw.ECHO, next_command=4096) + struct.pack("<HH", 4, 0) + b"\0" * 4
+        c.send_frame(first)  # the chain points past the end of the frame
+        self.assert_closed(c)
+        c = self.login()
+        first = c.header(smb2_raw.ECHO, next_command=70) + struct.pack("<HH", 4, 0) + b"\0" * 10
+        c.send_frame(first)  # misaligned
+        self.assert_closed(c)
+
+
+def main():
+    global WEFT, LARGE_MIB, LIBSMBCLIENT_TEST
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--weft", required=True)
+    parser.add_argument("--large-mib", type=int, default=LARGE_MIB)
+    parser.add_argument("--libsmbclient-test")
+    args, rest = parser.parse_known_args()
+    WEFT = args.weft
+    LIBSMBCLIENT_TEST = args.libsmbclient_test
+    LARGE_MIB = args.large_mib
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
