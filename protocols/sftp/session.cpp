@@ -368,6 +368,12 @@ asio::awaitable<ns::Result<Session::Place>> Session::locate(std::string_view pat
       co_return p;
     }
     auto access = env_.ns.export_access(base_.principal, todo[0]);
+    if (!access && todo.size() == 1 && access.error() == err(ns::Errc::not_found)) {
+      p.in_root = true;
+      p.name = todo[0];
+      p.path = std::move(todo);
+      co_return p;
+    }
     if (!access) co_return access.error();
     if (access->access == ns::Access::none) co_return err(ns::Errc::access);
     p.ctx = base_;

@@ -62,6 +62,8 @@ asio::awaitable<Session::Served> Session::op_open(const Request& r) {
   const std::string path = audit_path(*place);
   if (place->root || (place->attr && place->attr->type == ns::FileType::directory))
     co_return failed(r, err(ns::Errc::is_dir), path);
+  if (place->in_root)
+    co_return failed(r, err((r.pflags & kOpenCreate) ? ns::Errc::perm : ns::Errc::not_found), path);
   if (files_.size() >= kMaxHandles) co_return failed(r, err(ns::Errc::busy), path);
   const bool write = r.pflags & kOpenWrite;
   const bool create = r.pflags & kOpenCreate;
@@ -331,6 +333,7 @@ asio::awaitable<Session::Served> Session::op_remove(const Request& r, bool dir) 
 asio::awaitable<Session::Served> Session::op_mkdir(const Request& r) {
   auto place = co_await locate(r.path, false);
   if (!place) co_return failed(r, place.error(), std::string(r.path));
+  if (place->in_root) co_return failed(r, err(ns::Errc::perm), audit_path(*place));
   if (place->root || place->parent == 0) co_return failed(r, err(ns::Errc::exists), audit_path(*place));
   const std::string path = audit_path(*place);
   if (place->attr) co_return failed(r, err(ns::Errc::exists), path);
@@ -393,6 +396,7 @@ asio::awaitable<Session::Served> Session::op_symlink(const Request& r) {
   auto link = co_await locate(r.path2, false);
   if (!link) co_return failed(r, link.error(), std::string(r.path2));
   const std::string path = audit_path(*link);
+  if (link->in_root) co_return failed(r, err(ns::Errc::perm), path);
   if (link->root || link->parent == 0 || link->attr) co_return failed(r, err(ns::Errc::exists), path);
   auto made = co_await env_.ns.symlink(link->ctx, link->parent, link->name, r.path);
   if (!made) co_return failed(r, made.error(), path);
@@ -406,6 +410,7 @@ asio::awaitable<Session::Served> Session::op_hardlink(const Request& r) {
   if (!to) co_return failed(r, to.error(), audit_path(*from));
   const std::string path = audit_path(*from);
   if (from->root || !from->attr) co_return failed(r, err(ns::Errc::not_found), path);
+  if (to->in_root) co_return failed(r, err(ns::Errc::perm), path);
   if (to->root || to->parent == 0 || to->attr) co_return failed(r, err(ns::Errc::exists), path);
   if (from->ctx.export_access.name != to->ctx.export_access.name)
     co_return failed(r, err(ns::Errc::cross_device), path);

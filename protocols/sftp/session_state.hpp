@@ -50,11 +50,14 @@ struct Session::OpenFile {
   bool release_when_idle = false;  // the channel ended without a CLOSE
 };
 
-// Where a path leads. `root`: the virtual "/". Otherwise inside export
+// Where a path leads. `root`: the virtual "/"; `in_root`: a missing name
+// in it. Otherwise inside export
 // ctx.export_access: parent 0 is the export root itself; `attr` is set when
 // the name exists.
 struct Session::Place {
   bool root = false;
+  // A name directly under "/" that is no export: nothing can be made there.
+  bool in_root = false;
   ns::OpContext ctx;
   ns::Ino parent = 0;
   std::string name;
