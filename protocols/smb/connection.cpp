@@ -6,6 +6,8 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -52,7 +54,10 @@ bool audited_on_success(Command c) {
 }  // namespace
 
 Connection::Connection(std::shared_ptr<Server> server, asio::ip::tcp::socket socket)
-    : server_(std::move(server)), socket_(std::move(socket)), watchdog_(socket_.get_executor()) {
+    : server_(std::move(server)),
+      socket_(std::move(socket)),
+      watchdog_(socket_.get_executor()),
+      drained_(socket_.get_executor()) {
   window_.push_back(false);  // message id 0: the first NEGOTIATE
   boost::system::error_code ec;
   auto ep = socket_.remote_endpoint(ec);
@@ -117,7 +122,7 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
   if (proto == kProtocolSmb1) {
     Reply reply;
     if (negotiated_ || !answer_smb1_negotiate(frame, reply)) co_return false;
-    co_return co_await send(reply.out.data(), nullptr);
+    co_return co_await send(reply.out.take(), nullptr);
   }
   Bytes plain;
   Session* encrypted_by = nullptr;
@@ -282,7 +287,7 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
   for (std::size_t i = 1; i < replies.size(); ++i) {
     first.insert(first.end(), replies[i].out.data().begin(), replies[i].out.data().end());
   }
-  const bool sent = co_await send(first, encrypted_by);
+  const bool sent = co_await send(std::move(first), encrypted_by);
   if (logged_off_) {
     sessions_.erase(*logged_off_);
     logged_off_.reset();
@@ -290,18 +295,44 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
   co_return sent;
 }
 
-asio::awaitable<bool> Connection::send(std::span<std::uint8_t> msg, const Session* encrypt_for) {
-  Bytes sealed;
-  if (encrypt_for) {
-    sealed = encrypt(*encrypt_for, msg);
-    msg = sealed;
+asio::awaitable<bool> Connection::send(Bytes msg, const Session* encrypt_for) {
+  // Enough for a few maximal READ answers in flight.
+  const std::size_t max_queued = 4 * static_cast<std::size_t>(server_->config.max_io);
+  if (encrypt_for) msg = encrypt(*encrypt_for, msg);
+  outbox_bytes_ += msg.size();
+  outbox_.push_back(std::move(msg));
+  if (!writing_) {
+    writing_ = true;
+    asio::co_spawn(socket_.get_executor(), write_queued(), asio::detached);
   }
-  const std::size_t n = msg.size();
-  const std::uint8_t head[4] = {0, static_cast<std::uint8_t>(n >> 16), static_cast<std::uint8_t>(n >> 8),
-                                static_cast<std::uint8_t>(n)};
-  std::array<asio::const_buffer, 2> bufs{asio::buffer(head), asio::buffer(msg.data(), n)};
-  auto [ec, written] = co_await asio::async_write(socket_, bufs, asio::as_tuple(use_awaitable));
-  co_return !ec;
+  while (outbox_bytes_ > max_queued && socket_.is_open()) {
+    drained_.expires_at(asio::steady_timer::time_point::max());
+    co_await drained_.async_wait(asio::as_tuple(use_awaitable));
+  }
+  co_return socket_.is_open();
+}
+
+asio::awaitable<void> Connection::write_queued() {
+  auto self = shared_from_this();
+  while (!outbox_.empty()) {
+    Bytes msg = std::move(outbox_.front());
+    outbox_.pop_front();
+    outbox_bytes_ -= msg.size();
+    drained_.cancel();
+    const std::size_t n = msg.size();
+    const std::uint8_t head[4] = {0, static_cast<std::uint8_t>(n >> 16), static_cast<std::uint8_t>(n >> 8),
+                                  static_cast<std::uint8_t>(n)};
+    std::array<asio::const_buffer, 2> bufs{asio::buffer(head), asio::buffer(msg)};
+    auto [ec, written] = co_await asio::async_write(socket_, bufs, asio::as_tuple(use_awaitable));
+    if (ec) {
+      close();
+      outbox_.clear();
+      outbox_bytes_ = 0;
+      break;
+    }
+  }
+  writing_ = false;
+  drained_.cancel();
 }
 
 bool Connection::take_credits(const Header& h) {

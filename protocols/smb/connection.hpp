@@ -175,7 +175,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool verify(const Session& s, ByteView msg) const;
   std::optional<Bytes> decrypt(std::span<std::uint8_t> frame, std::uint64_t* session_id);
   Bytes encrypt(const Session& s, ByteView plain) const;
-  boost::asio::awaitable<bool> send(std::span<std::uint8_t> msg, const Session* encrypt_for);
+  // Queues a message (encrypted first when `encrypt_for` is set) for the
+  // writer, so that the next request is read and served while the answer
+  // drains; waits only while too much is queued. False once the socket failed.
+  boost::asio::awaitable<bool> send(Bytes msg, const Session* encrypt_for);
+  boost::asio::awaitable<void> write_queued();
   void record(const Request& r, const Reply& reply, std::chrono::steady_clock::time_point start,
               std::uint64_t bytes);
   ns::OpContext context(const Request& r) const;
@@ -229,6 +233,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint64_t credit_low_ = 0;
   std::deque<bool> window_;
   std::size_t credits_unused_ = 1;
+
+  // Answers waiting for the socket, in order; one writer coroutine drains them.
+  std::deque<Bytes> outbox_;
+  std::size_t outbox_bytes_ = 0;
+  bool writing_ = false;
+  boost::asio::steady_timer drained_;  // cancelled whenever the outbox shrinks
 
   std::map<std::uint64_t, std::unique_ptr<Session>> sessions_;
   std::unordered_map<std::uint64_t, Open> opens_;
