@@ -6,16 +6,14 @@
 
 namespace weft::ns {
 
-Task<std::uint32_t> Namespace::access(const OpContext& ctx, Ino ino) {
-  if (auto s = impl_->check_ctx(ctx); !s) co_return s.error();
-  if (impl_->closed.load()) co_return Errc::unavailable;
-  auto r = impl_->load_inode(ino);
-  if (!r) co_return r.error();
+Result<std::uint32_t> Namespace::Impl::access(const OpContext& ctx, Ino ino) {
+  auto r = load_inode(ino);
+  if (!r) return r.error();
   std::uint32_t bits = 0;
   for (std::uint32_t want : {4u, 2u, 1u})
-    if (impl_->may(ctx, r->attr, want)) bits |= want;
-  if (!impl_->may_write_export(ctx)) bits &= ~2u;
-  co_return bits;
+    if (may(ctx, r->attr, want)) bits |= want;
+  if (!may_write_export(ctx)) bits &= ~2u;
+  return bits;
 }
 
 }  // namespace weft::ns

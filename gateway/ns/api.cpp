@@ -107,6 +107,9 @@ Task<Attr> Namespace::lookup(const OpContext& ctx, Ino dir, std::string_view nam
 Task<Attr> Namespace::getattr(const OpContext& ctx, Ino ino) {
   WEFT_INLINE(Attr, getattr, &ctx, return impl_->getattr(ctx, ino));
 }
+Task<std::uint32_t> Namespace::access(const OpContext& ctx, Ino ino) {
+  WEFT_INLINE(std::uint32_t, access, &ctx, return impl_->access(ctx, ino));
+}
 Task<Attr> Namespace::setattr(const OpContext& ctx, Ino ino, const SetAttr& changes) {
   WEFT_BLOCKING(Attr, setattr, &ctx, return impl_->setattr(ctx, ino, changes));
 }

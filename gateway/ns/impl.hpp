@@ -41,7 +41,8 @@ Sha256 to_sha(const data::Digest& d);
 enum class Op : std::uint8_t {
   lookup, getattr, setattr, readdir, list, create, mkdir, symlink, readlink, link, remove, rmdir,
   rename, statfs, open, stage, read, write, flush, commit, release, versions, chunks,
-  read_version, getxattr, setxattr, listxattr, removexattr, resolve, identity, exports, count_
+  read_version, getxattr, setxattr, listxattr, removexattr, resolve, identity, exports, access,
+  count_
 };
 
 struct EntryKey {
@@ -235,6 +236,7 @@ struct Namespace::Impl {
   // --- metadata operations (namespace.cpp)
   Result<Attr> lookup(const OpContext& ctx, Ino dir, std::string_view name);
   Result<Attr> getattr(const OpContext& ctx, Ino ino);
+  Result<std::uint32_t> access(const OpContext& ctx, Ino ino);  // access.cpp
   Result<Attr> setattr(const OpContext& ctx, Ino ino, const SetAttr& changes);
   Result<DirPage> readdir(const OpContext& ctx, Ino dir, std::uint64_t cookie, std::size_t max,
                           bool with_attrs, bool by_name, std::string_view start_after);

@@ -28,7 +28,7 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Op::count_)> kOp
     "lookup", "getattr", "setattr", "readdir", "list", "create", "mkdir", "symlink", "readlink",
     "link", "remove", "rmdir", "rename", "statfs", "open", "stage", "read", "write", "flush",
     "commit", "release", "versions", "chunks", "read_version", "getxattr", "setxattr",
-    "listxattr", "removexattr", "resolve", "identity", "exports"};
+    "listxattr", "removexattr", "resolve", "identity", "exports", "access"};
 
 // Whether a transaction body finished, or found the entries it locked
 // changed underneath and must look them up and lock again.
