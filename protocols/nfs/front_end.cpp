@@ -1,6 +1,7 @@
 #include "protocols/nfs/front_end.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -79,7 +80,9 @@ struct Connection : std::enable_shared_from_this<Connection> {
   std::string remote;
   Clock::time_point read_deadline = Clock::time_point::max();
   Clock::time_point write_deadline = Clock::time_point::max();
-  std::deque<Reply> replies;
+  std::deque<Reply> replies;                  // waiting to be sent
+  std::vector<Reply> sending;                 // in the write under way
+  std::vector<asio::const_buffer> send_buffers;
   bool writing = false;
   unsigned in_flight = 0;
   bool stopping = false;
@@ -89,8 +92,9 @@ struct Connection : std::enable_shared_from_this<Connection> {
 
   awaitable<void> run();
   awaitable<void> watchdog();
-  awaitable<void> serve(std::vector<std::uint8_t> record);
-  awaitable<void> write_loop();
+  void start_call(std::vector<std::uint8_t> record);
+  void finish_call(Reply reply);
+  void write_next();
   void finish_if_stopped() {
     if (stopping && in_flight == 0 && !writing) close();
   }
@@ -142,8 +146,7 @@ awaitable<void> Connection::run() {
         co_await slot.async_wait(kUse);
       }
       if (closed) break;
-      ++in_flight;
-      asio::co_spawn(socket.get_executor(), serve(std::move(record)), asio::detached);
+      start_call(std::move(record));
     }
   }
   read_deadline = Clock::time_point::max();
@@ -159,54 +162,62 @@ awaitable<void> Connection::run() {
   if (last) asio::post(server->strand, [s = server] { s->stop_timer.cancel(); });
 }
 
-awaitable<void> Connection::serve(std::vector<std::uint8_t> record) {
-  auto self = shared_from_this();
-  Reply reply;
-  // The call itself runs on any of the io_context's threads, not on this
-  // connection's strand: calls of one connection (a client's parallel READs)
-  // then use every core. Connection state is touched on the strand only.
-  co_await asio::co_spawn(server->io.get_executor(),
-                          server->service->handle(std::move(record), remote, reply), asio::use_awaitable);
+// The call itself runs on any of the io_context's threads, not on this
+// connection's strand: calls of one connection (a client's parallel READs)
+// then use every core. Its completion comes back to the strand, which alone
+// touches the connection's state.
+void Connection::start_call(std::vector<std::uint8_t> record) {
+  ++in_flight;
+  auto reply = std::make_unique<Reply>();
+  auto call = server->service->handle(std::move(record), remote, *reply);
+  asio::co_spawn(server->io.get_executor(), std::move(call),
+                 asio::bind_executor(socket.get_executor(),
+                                     [self = shared_from_this(), reply = std::move(reply)](std::exception_ptr e) {
+                                       if (e) {
+                                         spdlog::error("nfs: a call from {} failed unexpectedly", self->remote);
+                                         self->close();
+                                       }
+                                       self->finish_call(std::move(*reply));
+                                     }));
+}
+
+void Connection::finish_call(Reply reply) {
   --in_flight;
   slot.cancel();
   if (!reply.head.empty() && !closed) {
     replies.push_back(std::move(reply));
-    if (!writing) {
-      writing = true;
-      asio::co_spawn(socket.get_executor(), write_loop(), asio::detached);
-    }
+    if (!writing) write_next();
   }
   finish_if_stopped();
 }
 
-// Sends the replies queued so far in one gathered write, then the next batch.
-awaitable<void> Connection::write_loop() {
-  auto self = shared_from_this();
+// Sends the replies queued so far in one gathered write; its completion
+// sends the next batch.
+void Connection::write_next() {
   static constexpr std::uint8_t kPadding[4] = {};
-  std::vector<Reply> batch;
-  std::vector<asio::const_buffer> buffers;
-  while (!replies.empty() && !closed) {
-    batch.clear();
-    buffers.clear();
-    while (!replies.empty() && batch.size() < 64) {
-      batch.push_back(std::move(replies.front()));
-      replies.pop_front();
-    }
-    for (const auto& r : batch) {
-      buffers.push_back(asio::buffer(r.head));
-      if (r.bulk_size == 0) continue;
-      buffers.push_back(asio::buffer(r.bulk.get(), r.bulk_size));
-      buffers.push_back(asio::buffer(kPadding, r.bulk_padding()));
-    }
-    write_deadline = Clock::now() + options().write_timeout;
-    auto [ec, n] = co_await asio::async_write(socket, buffers, kUse);
-    if (ec) {
-      close();
-      break;
-    }
+  sending.clear();
+  send_buffers.clear();
+  if (replies.empty() || closed) {
+    writing = false;
+    finish_if_stopped();
+    return;
   }
-  writing = false;
-  finish_if_stopped();
+  writing = true;
+  while (!replies.empty() && sending.size() < 64) {
+    sending.push_back(std::move(replies.front()));
+    replies.pop_front();
+  }
+  for (const auto& r : sending) {
+    send_buffers.push_back(asio::buffer(r.head));
+    if (r.bulk_size == 0) continue;
+    send_buffers.push_back(asio::buffer(r.bulk.get(), r.bulk_size));
+    send_buffers.push_back(asio::buffer(kPadding, r.bulk_padding()));
+  }
+  write_deadline = Clock::now() + options().write_timeout;
+  asio::async_write(socket, send_buffers, [self = shared_from_this()](error_code ec, std::size_t) {
+    if (ec) self->close();
+    self->write_next();
+  });
 }
 
 awaitable<void> Server::accept_loop() {

@@ -50,12 +50,11 @@ boost::asio::awaitable<ns::Result<OpenFiles::Lease>> OpenFiles::acquire(const ns
 
 OpenFiles::Lease OpenFiles::writer(ns::Ino ino) {
   std::lock_guard lock(mu_);
-  for (auto it = entries_.lower_bound(Key{ino, true, ""}); it != entries_.end() && std::get<0>(it->first) == ino;
-       ++it) {
-    ++it->second->users;
-    return Lease(this, it->second);
-  }
-  return {};
+  // Keys sort by inode, then write: the first at or after (ino, write) is one.
+  auto it = entries_.lower_bound(Key{ino, true, ""});
+  if (it == entries_.end() || std::get<0>(it->first) != ino) return {};
+  ++it->second->users;
+  return Lease(this, it->second);
 }
 
 boost::asio::awaitable<void> OpenFiles::release_idle(std::chrono::steady_clock::duration idle) {

@@ -308,6 +308,14 @@ class BadInputTest(NfsCase):
         c.send(record(call(8, PMAP_PROG, 2, 3, struct.pack(">IIII", NFS_PROG, 3, 6, 0))))
         xid, acc, rest = accepted(c.reply())
         self.assertEqual((xid, acc, struct.unpack(">I", rest)[0]), (8, 0, self.port))
+        c.send(record(call(9, PMAP_PROG, 2, 4)))  # DUMP: portmapper, MOUNT and NFS on this port
+        xid, acc, rest = accepted(c.reply())
+        maps = set()
+        while struct.unpack(">I", rest[:4])[0] == 1:
+            maps.add(struct.unpack(">IIII", rest[4:20]))
+            rest = rest[20:]
+        self.assertEqual(maps, {(PMAP_PROG, 2, 6, self.port), (MOUNT_PROG, 3, 6, self.port),
+                                (NFS_PROG, 3, 6, self.port)})
         c.close()
 
     def test_garbage_arguments(self):
@@ -373,15 +381,11 @@ class BadInputTest(NfsCase):
 
 
 class RestartTest(NfsCase):
-    def test_handles_survive_a_restart_and_the_write_verifier_changes(self):
-        status, _ = self.rest("PUT", "/files/data/stable.txt", b"stable")
-        self.assertEqual(status, 201)
-        first = dict(kv.split("=") for kv in self.client("probe", "/data", "stable.txt").stdout.decode().split()
-                     if "=" in kv)
-        self.assertLessEqual(len(first["handle"]) // 2, 64)
-        # Restart on the same data directory.
-        self.gw.proc.send_signal(signal.SIGTERM)
-        self.assertEqual(self.gw.proc.wait(timeout=20), 0)
+    def restart(self, sig):
+        self.gw.proc.send_signal(sig)
+        code = self.gw.proc.wait(timeout=20)
+        if sig == signal.SIGTERM:
+            self.assertEqual(code, 0)
         args = [WEFT, "serve", "--data", str(self.gw.data), "--nfs", "127.0.0.1:0", "--rest", "127.0.0.1:0",
                 "--s3", "off", "--smb", "off", "--sftp", "off"]
         with open(self.gw.log_path, "ab") as log:
@@ -389,15 +393,34 @@ class RestartTest(NfsCase):
         self.gw.endpoints = self.gw._wait_for_endpoints()
         type(self).port = int(self.gw.endpoints["nfs"].rsplit(":", 1)[1])
         self.gw.url = "http://" + self.gw.endpoints["rest"]
+
+    def probe(self, name):
+        out = self.client("probe", "/data", name).stdout.decode()
+        return dict(kv.split("=") for kv in out.split() if "=" in kv)
+
+    def test_handles_survive_a_restart_and_the_write_verifier_changes(self):
+        status, _ = self.rest("PUT", "/files/data/stable.txt", b"stable")
+        self.assertEqual(status, 201)
+        first = self.probe("stable.txt")
+        self.assertLessEqual(len(first["handle"]) // 2, 64)
+        self.restart(signal.SIGTERM)
         self.client("getattr", first["handle"])
-        second = dict(kv.split("=") for kv in self.client("probe", "/data", "stable.txt").stdout.decode().split()
-                      if "=" in kv)
+        second = self.probe("stable.txt")
         self.assertEqual(first["handle"], second["handle"])
         self.assertNotEqual(first["verifier"], second["verifier"])
         # Removed: the old handle is stale, not another file's.
         self.assertEqual(self.rest("DELETE", "/files/data/stable.txt")[0], 204)
         r = self.client("getattr", first["handle"], check=False)
         self.assertIn("status=70", r.stdout.decode())
+
+    def test_committed_data_survives_kill_9(self):
+        local = self.scratch / "durable.bin"
+        local.write_bytes(os.urandom(9 * (1 << 20) + 3))
+        self.client("put", "/data", "durable.bin", local)  # returns after COMMIT
+        self.restart(signal.SIGKILL)
+        status, body = self.rest("GET", "/files/data/durable.bin")
+        self.assertEqual(status, 200)
+        self.assertEqual(hashlib.sha256(body).hexdigest(), hashlib.sha256(local.read_bytes()).hexdigest())
 
 
 if __name__ == "__main__":
