@@ -81,7 +81,7 @@ class FrameReader {
 // A file's attributes as the hub sends them (JSON, see PROTOCOL.md).
 struct FileAttr {
   std::uint64_t ino = 0;
-  std::string type;  // "file", "dir", "symlink"
+  std::string type;  // "file", "directory", "symlink"
   std::uint32_t mode = 0;
   std::uint32_t nlink = 0;
   std::uint32_t uid = 0;
