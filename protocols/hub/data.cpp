@@ -6,6 +6,7 @@
 
 #include "gateway/metrics/metrics.hpp"
 
+#include <cstring>
 #include <map>
 
 namespace weft::hub {

@@ -3,7 +3,8 @@
 // emulator, seeds the files and passes where everything is:
 //   WEFT_HUB_URL, WEFT_HUB_WAN_URL, WEFT_HUB_WAN_CONTROL (host:port),
 //   WEFT_HUB_USER, WEFT_HUB_PASSWORD, WEFT_HUB_EXPECT (a local copy of the
-//   seeded data/seed/big.bin), WEFT_HUB_WAN_RATE (bytes/s of the link).
+//   seeded data/seed/big.bin), WEFT_HUB_WAN_RATE (bytes/s of the link),
+//   WEFT_HUB_OUTAGE_MS (how long the link stays down in the feed test).
 #include "backend/hub/client.hpp"
 #include "backend/hub/feed.hpp"
 
@@ -201,7 +202,7 @@ TEST_CASE("commits send only what the hub lacks; a stale base conflicts") {
   REQUIRE(loop.wait(c->rmdir("data/seed/dir")).has_value());
 }
 
-TEST_CASE("the change feed resumes after the link goes down without missing a change") {
+TEST_CASE("the change feed resumes after the link is down for a long outage without missing a change") {
   Loop loop;
   auto direct = client(loop, options(env("WEFT_HUB_URL")));
   auto start = loop.wait(direct->last_change());
@@ -243,9 +244,19 @@ TEST_CASE("the change feed resumes after the link goes down without missing a ch
     REQUIRE(loop.wait(direct->create("data/feed/f" + std::to_string(i), 0644, true)).has_value());
   auto target = loop.wait(direct->last_change());
   REQUIRE(target.has_value());
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Long enough (30 s in ctest) that the feed's silence timeout and its
+  // reconnect back-off both come into play.
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(env("WEFT_HUB_OUTAGE_MS"))));
+  {
+    std::lock_guard lock(mu);
+    CHECK(seen.back() < *target);  // nothing arrived while the link was down
+  }
   emulator("up");
-  REQUIRE(wait_for([&] { return connects >= 2 && !seen.empty() && seen.back() >= *target; }));
+  {
+    std::unique_lock lock(mu);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(30),
+                        [&] { return connects >= 2 && !seen.empty() && seen.back() >= *target; }));
+  }
   // Every change once, in order, none missing.
   std::vector<std::uint64_t> expected;
   for (std::uint64_t s = *start + 1; s <= *target; ++s) expected.push_back(s);

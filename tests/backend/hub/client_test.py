@@ -3,7 +3,7 @@
 in front of it: starts both, seeds data/seed/{big.bin,text.txt} over REST,
 and passes where everything is through the environment.
 
-    client_test.py --weft PATH --tests PATH [--rate BYTES_PER_S] [--rtt-ms MS]
+    client_test.py --weft PATH --tests PATH [--rate BYTES_PER_S] [--rtt-ms MS] [--outage-s S]
 """
 
 import argparse
@@ -24,6 +24,7 @@ def main():
     p.add_argument("--tests", required=True)
     p.add_argument("--rate", type=int, default=16 << 20)
     p.add_argument("--rtt-ms", type=int, default=40)
+    p.add_argument("--outage-s", type=float, default=30, help="how long the feed test keeps the link down")
     args, rest = p.parse_known_args()
     hub = Site(args.weft)
     try:
@@ -40,7 +41,8 @@ def main():
                    WEFT_HUB_WAN_URL="http://" + e.address,
                    WEFT_HUB_WAN_CONTROL=e.control.getpeername()[0] + ":" + str(e.control.getpeername()[1]),
                    WEFT_HUB_USER=hub.admin[0], WEFT_HUB_PASSWORD=hub.admin[1],
-                   WEFT_HUB_EXPECT=str(expect), WEFT_HUB_WAN_RATE=str(args.rate))
+                   WEFT_HUB_EXPECT=str(expect), WEFT_HUB_WAN_RATE=str(args.rate),
+                   WEFT_HUB_OUTAGE_MS=str(int(args.outage_s * 1000)))
         code = subprocess.run([args.tests, *rest], env=env).returncode
     finally:
         stop = hub.stop()

@@ -368,6 +368,26 @@ class WanTest(HubCase):
         self.assertEqual(e.command("stats")["cuts"], 1)
 
 
+class ShutdownTest(unittest.TestCase):
+    def test_sigterm_with_a_feed_open_closes_it_and_exits_0(self):
+        hub = Site(WEFT)
+        try:
+            ws = websocket.create_connection(
+                "ws://%s/hub/v1/feed?after=0" % hub.rest, timeout=15,
+                header=["Weft-Region: x", "Authorization: " + requests.auth._basic_auth_str(*hub.admin)])
+            json.loads(ws.recv())  # the changes of the first start, or a heartbeat
+            t = time.monotonic()
+            hub.proc.send_signal(__import__("signal").SIGTERM)
+            with self.assertRaises((websocket.WebSocketConnectionClosedException, ConnectionError, OSError)):
+                while True:  # changes still pending, then the close
+                    if not ws.recv():
+                        raise websocket.WebSocketConnectionClosedException()
+            self.assertEqual(hub.proc.wait(timeout=10), 0)
+            self.assertLess(time.monotonic() - t, 5)
+        finally:
+            hub.stop()
+
+
 def main():
     global WEFT
     p = argparse.ArgumentParser()
