@@ -459,4 +459,24 @@ asio::awaitable<Result<Attr>> Client::rename(std::string from, std::string to, b
   co_return attr_answer(j->value);
 }
 
+asio::awaitable<Result<Attr>> Client::symlink(std::string path, std::string target) {
+  const std::string query = "path=" + encode_query_value(path) + "&target=" + encode_query_value(target);
+  const std::string call_target = impl_->target("symlink", query);
+  auto j = co_await impl_->json_call(bhttp::verb::post, call_target);
+  if (!j) co_return j.error();
+  co_return attr_answer(j->value);
+}
+
+asio::awaitable<Result<std::pair<std::string, Attr>>> Client::readlink(std::string path) {
+  const std::string query = "path=" + encode_query_value(path);
+  const std::string call_target = impl_->target("readlink", query);
+  auto j = co_await impl_->json_call(bhttp::verb::get, call_target);
+  if (!j) co_return j.error();
+  auto a = attr_answer(j->value);
+  if (!a) co_return a.error();
+  if (!j->value.contains("target") || !j->value["target"].is_string())
+    co_return failure(Error::Kind::protocol, "the hub's readlink answer lacks target");
+  co_return std::pair{j->value["target"].get<std::string>(), *a};
+}
+
 }  // namespace weft::hub

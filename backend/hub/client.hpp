@@ -113,6 +113,9 @@ class Client {
   boost::asio::awaitable<Result<std::uint64_t>> remove(std::string path);
   boost::asio::awaitable<Result<std::uint64_t>> rmdir(std::string path);
   boost::asio::awaitable<Result<Attr>> rename(std::string from, std::string to, bool no_replace);
+  boost::asio::awaitable<Result<Attr>> symlink(std::string path, std::string target);
+  // The link's content, with its attributes.
+  boost::asio::awaitable<Result<std::pair<std::string, Attr>>> readlink(std::string path);
 
   Stats stats() const;
   const ClientOptions& options() const;

@@ -15,13 +15,21 @@
 
 namespace weft::metrics {
 class Counter;
+class Histogram;
 }
 
 namespace weft::hub {
 
+struct CallMetrics {
+  metrics::Counter* requests = nullptr;
+  metrics::Counter* errors = nullptr;
+  metrics::Histogram* latency = nullptr;
+};
+
 struct Hub {
   explicit Hub(Residency r) : residency(std::move(r)) {}
   Residency residency;
+  std::vector<CallMetrics> calls;  // one per route, in route order, then "unmatched"
   metrics::Counter* wire_out = nullptr;     // chunk bytes sent, as on the wire
   metrics::Counter* logical_out = nullptr;  // the same chunks uncompressed
   metrics::Counter* wire_in = nullptr;      // commit bodies received
@@ -65,6 +73,8 @@ Reply remove(Request& r);
 Reply rmdir(Request& r);
 Reply rename(Request& r);
 Reply setattr(Request& r);
+Reply symlink(Request& r);
+Reply readlink(Request& r);
 // data.cpp
 Reply have(Request& r);
 Reply chunks(Request& r);

@@ -217,4 +217,29 @@ Reply setattr(Request& r) {
   co_return co_await send_attr(r, *done);
 }
 
+Reply symlink(Request& r) {
+  auto place = co_await entry_place(r, "path");
+  if (!place) co_return place.error();
+  const std::string* target = r.c.query("target");
+  if (!target || target->empty()) co_return rest::bad_parameter("query parameter target (the link's content) is required");
+  auto a = co_await r.s.ns.symlink(r.c.ctx, place->parent, place->leaf, *target);
+  if (!a) co_return rest::from_ns(a.error(), place->display);
+  co_return co_await send_attr(r, *a);
+}
+
+Reply readlink(Request& r) {
+  auto path = path_param(r, "path");
+  if (!path) co_return path.error();
+  const std::uint64_t seq = r.s.ns.last_change();
+  auto place = co_await locate(r, *path);
+  if (!place) co_return place.error();
+  auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
+  if (!a) co_return a.error();
+  auto target = co_await r.s.ns.readlink(r.c.ctx, a->ino);
+  if (!target) co_return rest::from_ns(target.error(), place->display);
+  const nlohmann::json out{{"target", *target}, {"attr", file_attr(*a)}, {"last_change", seq}};
+  co_await r.c.send_json(200, out);
+  co_return std::nullopt;
+}
+
 }  // namespace weft::hub

@@ -25,7 +25,8 @@ constexpr Route kRoutes[] = {
     {"GET", "manifest", manifest}, {"POST", "mkdir", mkdir},    {"POST", "create", create},
     {"POST", "remove", remove},  {"POST", "rmdir", rmdir},      {"POST", "rename", rename},
     {"POST", "setattr", setattr}, {"POST", "have", have},       {"POST", "chunks", chunks},
-    {"POST", "commit", commit},  {"GET", "feed", feed},
+    {"POST", "commit", commit},  {"GET", "feed", feed},         {"POST", "symlink", symlink},
+    {"GET", "readlink", readlink},
 };
 
 asio::awaitable<rest::Outcome> dispatch(Request& r, const Route*& route) {
@@ -58,6 +59,7 @@ asio::awaitable<rest::Outcome> dispatch(Request& r, const Route*& route) {
 }
 
 asio::awaitable<void> serve(std::shared_ptr<Hub> hub, rest::Service& s, rest::Call& c) {
+  const auto began = std::chrono::steady_clock::now();
   Request r(*hub, s, c);
   const Route* route = nullptr;
   rest::Outcome err = co_await dispatch(r, route);
@@ -69,6 +71,10 @@ asio::awaitable<void> serve(std::shared_ptr<Hub> hub, rest::Service& s, rest::Ca
     }
     if (err->code == "residency_denied") hub->denials->inc();
   }
+  const CallMetrics& m = hub->calls[route ? static_cast<std::size_t>(route - kRoutes) : std::size(kRoutes)];
+  m.requests->inc();
+  if (err || !r.result.empty()) m.errors->inc();
+  m.latency->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   audit::Record rec;
   rec.user = c.user ? c.user->name : "-";
   rec.protocol = "hub";
@@ -137,6 +143,14 @@ rest::Mount mount(const protocols::Services& services) {
   hub->wire_in = &m.counter("weft_hub_received_wire_bytes_total", "Commit bytes a hub received from spokes, as on the wire");
   hub->logical_in = &m.counter("weft_hub_received_logical_bytes_total", "Content a hub received in spoke commits");
   hub->denials = &m.counter("weft_hub_residency_denials_total", "Hub requests refused by residency rules");
+  auto add = [&](std::string_view call) {
+    metrics::Labels l{{"call", std::string(call)}};
+    hub->calls.push_back({&m.counter("weft_hub_requests_total", "Hub protocol requests by call", l),
+                          &m.counter("weft_hub_errors_total", "Hub protocol requests answered with an error", l),
+                          &m.histogram("weft_hub_request_seconds", "Hub protocol request latency", l)});
+  };
+  for (const Route& route : kRoutes) add(route.name);
+  add("unmatched");
   rest::Mount mount;
   mount.prefix = std::string(kPrefix);
   mount.serve = [hub](rest::Service& s, rest::Call& c) { return serve(hub, s, c); };

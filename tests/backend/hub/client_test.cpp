@@ -198,6 +198,12 @@ TEST_CASE("commits send only what the hub lacks; a stale base conflicts") {
   REQUIRE_FALSE(exists.has_value());
   CHECK(exists.error().code == "already_exists");
   REQUIRE(loop.wait(c->rename("data/seed/dir/f", "data/seed/dir/g", false)).has_value());
+  REQUIRE(loop.wait(c->symlink("data/seed/dir/l", "g")).has_value());
+  auto link = loop.wait(c->readlink("data/seed/dir/l"));
+  REQUIRE(link.has_value());
+  CHECK(link->first == "g");
+  CHECK(link->second.attr.type == "symlink");
+  REQUIRE(loop.wait(c->remove("data/seed/dir/l")).has_value());
   REQUIRE(loop.wait(c->remove("data/seed/dir/g")).has_value());
   REQUIRE(loop.wait(c->rmdir("data/seed/dir")).has_value());
 }

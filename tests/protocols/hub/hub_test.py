@@ -154,6 +154,11 @@ class MetadataAndDataTest(HubCase):
         changed = self.call("POST", "setattr", params={"path": "data/tree/b", "mode": 0o640, "size": 10}).json()
         self.assertEqual(changed["attr"]["mode"], 0o640)
         self.assertEqual(changed["attr"]["size"], 10)
+        link = self.call("POST", "symlink", params={"path": "data/tree/l", "target": "b"}).json()
+        self.assertEqual(link["attr"]["type"], "symlink")
+        self.assertEqual(self.call("GET", "readlink", params={"path": "data/tree/l"}).json()["target"], "b")
+        self.error(self.s.get(self.base + "readlink", params={"path": "data/tree/b"}), 400, "invalid_argument")
+        self.call("POST", "remove", params={"path": "data/tree/l"})
         self.call("POST", "remove", params={"path": "data/tree/b"})
         self.error(self.s.post(self.base + "remove", params={"path": "data/tree/b"}), 404, "not_found")
         self.call("POST", "rmdir", params={"path": "data/tree"})
@@ -340,6 +345,9 @@ class ResidencyAndAuthTest(HubCase):
                                                      "Authorization": "Bearer " + t.json()["secret"]})
         self.assertEqual(r.status_code, 200, r.text)
         self.assertEqual(r.json()["region"], "us-east-1")
+        metrics = requests.get("http://%s/metrics" % self.hub.rest).text
+        self.assertIn('weft_hub_requests_total{call="info"}', metrics)
+        self.assertIn('weft_hub_errors_total{call="unmatched"}', metrics)
 
 
 class WanTest(HubCase):
