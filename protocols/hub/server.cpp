@@ -21,12 +21,26 @@ struct Route {
 };
 
 constexpr Route kRoutes[] = {
-    {"GET", "info", info},       {"GET", "attr", attr},         {"GET", "list", list},
-    {"GET", "manifest", manifest}, {"POST", "mkdir", mkdir},    {"POST", "create", create},
-    {"POST", "remove", remove},  {"POST", "rmdir", rmdir},      {"POST", "rename", rename},
-    {"POST", "setattr", setattr}, {"POST", "have", have},       {"POST", "chunks", chunks},
-    {"POST", "commit", commit},  {"GET", "feed", feed},         {"POST", "symlink", symlink},
+    // Metadata (metadata.cpp)
+    {"GET", "info", info},
+    {"GET", "attr", attr},
+    {"GET", "list", list},
+    {"GET", "manifest", manifest},
     {"GET", "readlink", readlink},
+    // Namespace changes, decided here (metadata.cpp)
+    {"POST", "mkdir", mkdir},
+    {"POST", "create", create},
+    {"POST", "symlink", symlink},
+    {"POST", "remove", remove},
+    {"POST", "rmdir", rmdir},
+    {"POST", "rename", rename},
+    {"POST", "setattr", setattr},
+    // Data (data.cpp)
+    {"POST", "have", have},
+    {"POST", "chunks", chunks},
+    {"POST", "commit", commit},
+    // The change feed (feed.cpp)
+    {"GET", "feed", feed},
 };
 
 asio::awaitable<rest::Outcome> dispatch(Request& r, const Route*& route) {
