@@ -215,8 +215,36 @@ void apply_namespace(Config& c, const json& object) {
           });
 }
 
+void apply_residency(Config& c, const json& rules) {
+  if (!rules.is_array()) fail("residency", "expected an array, got " + std::string(json_type(rules)));
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const std::string at = "residency[" + std::to_string(i) + "]";
+    std::pair<std::string, std::vector<std::string>> rule;
+    bool has_prefix = false, has_regions = false;
+    members(at, rules[i], {"prefix", "regions"}, [&](std::string_view name, const std::string& key, const json& v) {
+      if (name == "prefix") {
+        rule.first = string_of(key, v);
+        while (rule.first.starts_with('/')) rule.first.erase(0, 1);
+        while (rule.first.ends_with('/')) rule.first.pop_back();
+        if (rule.first.empty()) fail(key, "must name an export or a path in one");
+        has_prefix = true;
+      } else {
+        if (!v.is_array()) fail(key, "expected an array of regions, got " + std::string(json_type(v)));
+        for (const auto& r : v) {
+          rule.second.push_back(string_of(key, r));
+          check_region(key, rule.second.back());
+        }
+        has_regions = true;
+      }
+    });
+    if (!has_prefix || !has_regions) fail(at, "needs both \"prefix\" and \"regions\"");
+    c.residency.push_back(std::move(rule));
+  }
+}
+
 void apply_file(Config& c, const json& root) {
-  members("", root, {"data_dir", "metadata", "region", "listeners", "threads", "log", "namespace"},
+  members("", root,
+          {"data_dir", "metadata", "region", "listeners", "threads", "log", "namespace", "residency"},
           [&](std::string_view name, const std::string& key, const json& v) {
             if (name == "data_dir") {
               c.data_dir = string_of(key, v);
@@ -232,6 +260,8 @@ void apply_file(Config& c, const json& root) {
               c.threads = static_cast<unsigned>(integer_of(key, v, 0, 1024));
             } else if (name == "log") {
               apply_log(c, v);
+            } else if (name == "residency") {
+              apply_residency(c, v);
             } else {
               apply_namespace(c, v);
             }

@@ -16,6 +16,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace weft::gateway {
 
@@ -45,6 +47,9 @@ struct Config {
   LogConfig log;
   // The namespace options; their data_dir is always the one above.
   ns::Options ns;
+  // Residency (a hub's policy): path prefix ("export/dir", no leading '/')
+  // -> the regions whose spokes may receive its metadata and data.
+  std::vector<std::pair<std::string, std::vector<std::string>>> residency;
 };
 
 // Command-line values, applied over the file.

@@ -212,7 +212,7 @@ struct Server::Impl {
   // any front end serves; then starts them.
   bool start_front_ends() {
     services.emplace(protocols::Services{io, *ns, metrics::Registry::global(), *audit,
-                                         config.region, fs::path(config.data_dir)});
+                                         config.region, fs::path(config.data_dir), config.residency});
     for (std::string_view protocol : protocols::kProtocols) {
       auto it = config.listeners.find(protocol);
       if (it == config.listeners.end() || !it->second) {

@@ -1,5 +1,6 @@
 #include "protocols/registry.hpp"
 
+#include "protocols/hub/server.hpp"
 #include "protocols/nfs/front_end.hpp"
 #include "protocols/rest/front_end.hpp"
 #include "protocols/s3/front_end.hpp"
@@ -40,7 +41,7 @@ void register_all(Registry& registry) {
   // Each protocol's issue adds its factory here; a listener of a protocol
   // without one is reported as "not available in this build".
   registry.add("s3", s3::make_front_end);
-  registry.add("rest", rest::make_front_end);
+  registry.add("rest", hub::make_rest_front_end);  // REST with the hub protocol mounted
   registry.add("nfs", nfs::make_front_end);
   registry.add("sftp", sftp::make_front_end);
   registry.add("smb", smb::make_front_end);

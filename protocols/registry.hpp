@@ -48,6 +48,8 @@ struct Services {
   audit::Log& audit;
   std::string region;
   std::filesystem::path data_dir;
+  // Residency rules (config "residency"): path prefix -> allowed regions.
+  std::vector<std::pair<std::string, std::vector<std::string>>> residency = {};
 };
 
 class FrontEnd {

@@ -114,6 +114,8 @@ std::string to_json_line(const Record& r) {
                            {"bytes", r.bytes},
                            {"result", r.result},
                            {"request_id", r.request_id}};
+  if (r.wire_bytes) j["wire_bytes"] = r.wire_bytes;
+  if (!r.region.empty()) j["region"] = r.region;
   // Paths are bytes from clients, not always UTF-8: replace, never throw.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -138,6 +140,11 @@ std::optional<Record> from_json_line(std::string_view line) {
   if (!t || bytes == j.end() || !bytes->is_number_unsigned()) return std::nullopt;
   r.time_ns = *t;
   r.bytes = bytes->get<std::uint64_t>();
+  if (auto w = j.find("wire_bytes"); w != j.end()) {
+    if (!w->is_number_unsigned()) return std::nullopt;
+    r.wire_bytes = w->get<std::uint64_t>();
+  }
+  if (j.contains("region") && !text("region", r.region)) return std::nullopt;
   return r;
 }
 

@@ -44,6 +44,11 @@ struct Record {
   std::uint64_t bytes = 0;   // file or object content moved, in and out
   std::string result;        // "ok", or the protocol's error code
   std::string request_id;
+  // Transfers between sites (the hub protocol): what crossed the wire
+  // (compressed) besides the logical `bytes`, and the peer's region.
+  // Written only when set.
+  std::uint64_t wire_bytes = 0;
+  std::string region;
 };
 
 struct Options {

@@ -214,6 +214,15 @@ Task<std::vector<std::string>> Namespace::listxattr(const OpContext& ctx, Ino in
 Task<void> Namespace::removexattr(const OpContext& ctx, Ino ino, std::string_view name) {
   WEFT_BLOCKING(void, removexattr, &ctx, return impl_->removexattr(ctx, ino, name));
 }
+Task<std::vector<bool>> Namespace::have_chunks(const OpContext& ctx, std::vector<Sha256> digests) {
+  WEFT_BLOCKING(std::vector<bool>, chunks, &ctx, return impl_->have_chunks(digests));
+}
+Task<std::string> Namespace::chunk_bytes(const OpContext& ctx, Sha256 digest) {
+  WEFT_BLOCKING(std::string, read_version, &ctx, return impl_->chunk_bytes(digest));
+}
+Task<Attr> Namespace::commit_if(const OpContext& ctx, Handle h, Ino base_ino, std::uint64_t base_version) {
+  WEFT_BLOCKING(Attr, commit, &ctx, return impl_->commit_if(ctx, h, base_ino, base_version));
+}
 Result<std::vector<Change>> Namespace::changes(std::uint64_t after, std::size_t limit) const {
   return impl_->changes(after, limit);
 }

@@ -517,6 +517,8 @@ Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs,
       if (!d) return d.error();
       auto e = txn_entry(*b.txn, dir, name);
       if ((e ? e->ino : 0) != target) return std::optional<rec::InodeRec>();  // changed: retry
+      if (fs.stage_base)
+        if (auto s = check_base(*b.txn, *fs.stage_base, target); !s) return s.error();
       rec::InodeRec node;
       if (e && e->type == FileType::regular) {
         auto t = txn_inode(*b.txn, e->ino);

@@ -102,6 +102,8 @@ struct FileState {
   std::string stage_name;
   std::uint32_t stage_mode = 0;
   bool committed = false;  // a staged file after its commit: no more writes
+  // commit_if(): the (inode, version) its name must still hold at commit.
+  std::optional<std::pair<Ino, std::uint64_t>> stage_base;
 
   ~FileState();
 };
@@ -298,6 +300,14 @@ struct Namespace::Impl {
   Result<std::size_t> read_version(const OpContext& ctx, Ino ino, std::uint64_t version,
                                    std::uint64_t off, std::span<std::byte> out);
   Status seal_unsealed();  // recovery
+
+  // --- hub support (hub_api.cpp)
+  Result<std::vector<bool>> have_chunks(std::span<const Sha256> digests);
+  Result<std::string> chunk_bytes(const Sha256& digest);
+  Result<Attr> commit_if(const OpContext& ctx, Handle h, Ino base_ino, std::uint64_t base_version);
+  // In a staged commit's transaction: Errc::conflict unless `current` (the
+  // inode its name holds now, 0 for none) is still `base`.
+  Status check_base(kv::Txn& txn, const std::pair<Ino, std::uint64_t>& base, Ino current);
 
   // --- identity (identity.cpp)
   Status load_identity();

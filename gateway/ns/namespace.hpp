@@ -139,6 +139,19 @@ class Namespace {
   Task<std::vector<std::string>> listxattr(const OpContext& ctx, Ino ino);
   Task<void> removexattr(const OpContext& ctx, Ino ino, std::string_view name);
 
+  // --- Hub support (hub_api.cpp): what a hub serves its spokes ----------
+  // For each digest, whether some sealed version holds that chunk.
+  Task<std::vector<bool>> have_chunks(const OpContext& ctx, std::vector<Sha256> digests);
+  // The bytes of a chunk that some sealed version holds, checked against
+  // its digest (Errc::not_found where none does). Not scoped by the
+  // caller's permissions: the caller proves it knows the content by its
+  // hash, as when a spoke refers to a chunk in a commit.
+  Task<std::string> chunk_bytes(const OpContext& ctx, Sha256 digest);
+  // commit() of a staged handle with compare-and-swap on what it replaces:
+  // Errc::conflict unless its name still holds inode `base_ino` at sealed
+  // version `base_version` (base_ino 0: the name must hold nothing).
+  Task<Attr> commit_if(const OpContext& ctx, Handle h, Ino base_ino, std::uint64_t base_version);
+
   // --- Change log --------------------------------------------------------
   // Committed changes with seq > after, in order, at most `limit`.
   Result<std::vector<Change>> changes(std::uint64_t after, std::size_t limit) const;

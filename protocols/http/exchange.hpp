@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -70,6 +71,22 @@ struct ResponseHead {
   std::uint64_t content_length = 0;
 };
 
+// A connection upgraded to WebSocket (RFC 6455) by Exchange::accept_websocket.
+// One send and one read may be in flight at once (a feed writes while a
+// reader watches for the peer's close); pings and pongs are answered inside
+// and an idle peer that stops answering pings times out.
+class WebSocket {
+ public:
+  virtual ~WebSocket() = default;
+  virtual boost::asio::awaitable<boost::system::error_code> send_text(std::string_view message) = 0;
+  // The next whole message (text or binary), at most `limit` bytes; an
+  // error when the peer closed, timed out or sent too much.
+  virtual boost::asio::awaitable<boost::system::error_code> read(std::string* message,
+                                                                 std::size_t limit) = 0;
+  // A clean close handshake with `reason` (e.g. the server is stopping).
+  virtual boost::asio::awaitable<void> close(std::string_view reason) = 0;
+};
+
 class Exchange {
  public:
   virtual ~Exchange() = default;
@@ -91,6 +108,12 @@ class Exchange {
   // Closes the connection after this response (e.g. after a protocol error
   // that leaves the request stream in an unknown state).
   virtual void close_after() = 0;
+  // For a WebSocket upgrade request: answers 101 and turns the connection
+  // into the returned WebSocket (the exchange is spent; the connection
+  // closes when the WebSocket is destroyed). Fails with
+  // boost::asio::error::invalid_argument, sending nothing, when the request
+  // is no valid upgrade: the handler then answers it as usual.
+  virtual boost::asio::awaitable<Result<std::unique_ptr<WebSocket>>> accept_websocket() = 0;
 };
 
 using Handler = std::function<boost::asio::awaitable<void>(Exchange&)>;

@@ -16,6 +16,8 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/status.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+#include <boost/beast/websocket/stream.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -159,6 +161,52 @@ struct Session : std::enable_shared_from_this<Session> {
 
 namespace {
 
+// A WebSocket over the session's stream. The session (and its stream)
+// outlives it: the session coroutine waits in accept_websocket's caller
+// until the handler returns, and the handler owns this object.
+class WebSocketImpl final : public WebSocket {
+ public:
+  explicit WebSocketImpl(beast::tcp_stream& stream) : ws_(stream) {}
+
+  asio::awaitable<error_code> accept(const Parser::value_type& request) {
+    // The WebSocket's own timeouts (handshake, idle with pings) replace
+    // the HTTP stream's.
+    ws_.next_layer().expires_never();
+    // Pings after half the idle time; a peer silent for the whole of it is
+    // gone (a hub must notice a vanished spoke within a minute, not five).
+    beast::websocket::stream_base::timeout t{};
+    t.handshake_timeout = std::chrono::seconds(10);
+    t.idle_timeout = std::chrono::seconds(60);
+    t.keep_alive_pings = true;
+    ws_.set_option(t);
+    ws_.read_message_max(1 << 20);
+    auto [ec] = co_await ws_.async_accept(request, kUse);
+    co_return ec;
+  }
+
+  asio::awaitable<error_code> send_text(std::string_view message) override {
+    ws_.text(true);
+    auto [ec, n] = co_await ws_.async_write(asio::buffer(message.data(), message.size()), kUse);
+    co_return ec;
+  }
+
+  asio::awaitable<error_code> read(std::string* message, std::size_t limit) override {
+    beast::flat_buffer buffer(limit);
+    auto [ec, n] = co_await ws_.async_read(buffer, kUse);
+    if (!ec) message->assign(static_cast<const char*>(buffer.data().data()), buffer.size());
+    co_return ec;
+  }
+
+  asio::awaitable<void> close(std::string_view reason) override {
+    beast::websocket::close_reason why(beast::websocket::close_code::going_away,
+                                       std::string(reason.substr(0, 120)));
+    co_await ws_.async_close(why, kUse);
+  }
+
+ private:
+  beast::websocket::stream<beast::tcp_stream&> ws_;
+};
+
 class ExchangeImpl final : public Exchange {
  public:
   ExchangeImpl(Session& s, Parser& parser, RequestHead head, bool last)
@@ -200,6 +248,17 @@ class ExchangeImpl final : public Exchange {
       std::size_t got = out.size() - parser_.get().body().size;
       if (got) co_return got;
     }
+  }
+
+  asio::awaitable<Result<std::unique_ptr<WebSocket>>> accept_websocket() override {
+    if (broken_ || head_sent_ || !beast::websocket::is_upgrade(parser_.get()))
+      co_return error_code(asio::error::invalid_argument);
+    // Whatever happens now, this connection serves no further HTTP request.
+    head_sent_ = true;
+    broken_ = true;
+    auto ws = std::make_unique<WebSocketImpl>(s_.stream);
+    if (auto ec = co_await ws->accept(parser_.get())) co_return ec;
+    co_return std::unique_ptr<WebSocket>(std::move(ws));
   }
 
   asio::awaitable<error_code> send(const ResponseHead& head, std::string_view body) override {

@@ -59,6 +59,8 @@ nlohmann::json record_json(const audit::Record& r) {
   j["bytes"] = r.bytes;
   j["result"] = r.result;
   j["request_id"] = r.request_id;
+  if (r.wire_bytes) j["wire_bytes"] = r.wire_bytes;
+  if (!r.region.empty()) j["region"] = r.region;
   return j;
 }
 

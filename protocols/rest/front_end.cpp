@@ -34,7 +34,7 @@ struct RouteMetrics {
 // What the handler lambda owns: the service, per-route metrics (one more
 // slot, last, for requests that match no route) and request ids.
 struct State {
-  explicit State(std::shared_ptr<Service> s) : service(std::move(s)) {
+  State(std::shared_ptr<Service> s, std::vector<Mount> m) : service(std::move(s)), mounts(std::move(m)) {
     unsigned char seed[4];
     RAND_bytes(seed, sizeof seed);
     id_prefix = (std::uint64_t{seed[0]} << 24 | seed[1] << 16 | seed[2] << 8 | seed[3]) << 32;
@@ -53,6 +53,7 @@ struct State {
   }
 
   std::shared_ptr<Service> service;
+  std::vector<Mount> mounts;
   std::vector<RouteMetrics> by_route;
   std::uint64_t id_prefix = 0;
   std::atomic<std::uint64_t> next_id{1};
@@ -103,6 +104,12 @@ asio::awaitable<void> serve(std::shared_ptr<State> state, http::Exchange& ex) {
   const auto began = std::chrono::steady_clock::now();
   Service& s = *state->service;
   Call c(ex, state->request_id());
+  for (const Mount& mount : state->mounts) {
+    if (c.head.target.starts_with(mount.prefix)) {
+      co_await mount.serve(s, c);
+      co_return;
+    }
+  }
   const Route* route = nullptr;
   Outcome err = co_await dispatch(s, c, route);
   if (err) {
@@ -192,7 +199,7 @@ protocols::FrontEndResult listen(const protocols::Services& services, const asio
   config.version = WEFT_VERSION;
   auto service = std::make_shared<Service>(services.ns, services.metrics, services.audit, *pool,
                                            std::move(config));
-  auto state = std::make_shared<State>(service);
+  auto state = std::make_shared<State>(service, options.mounts);
   http::Options ho;
   ho.header_limit = kHeaderLimit;
   ho.body_limit = options.body_limit;

@@ -10,10 +10,27 @@
 
 #include "protocols/registry.hpp"
 
+#include <boost/asio/awaitable.hpp>
+
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
 namespace weft::rest {
+
+struct Service;
+struct Call;
+
+// A protocol served under its own path prefix on the REST listener (the
+// hub protocol under /hub/v1/): it gets every request whose target starts
+// with `prefix` and does its own routing, authentication (with
+// Service::auth), metrics and audit.
+struct Mount {
+  std::string prefix;
+  std::function<boost::asio::awaitable<void>(Service&, Call&)> serve;
+};
 
 struct Options {
   std::chrono::milliseconds read_timeout{std::chrono::seconds(60)};
@@ -21,6 +38,7 @@ struct Options {
   // Uploads are streamed into the namespace, which enforces its own
   // maximum file size; this bounds a single request body.
   std::uint64_t body_limit = 5ull << 40;
+  std::vector<Mount> mounts;
 };
 
 protocols::FrontEndResult listen(const protocols::Services& services,

@@ -270,3 +270,23 @@ TEST_CASE("the data dir is created, and one that cannot be written is named") {
     ::chmod(ro.c_str(), 0700);
   }
 }
+
+TEST_CASE("residency rules: prefixes and regions, each mistake named") {
+  auto c = parse(R"({"residency": [{"prefix": "/data/eu/", "regions": ["eu-west-1", "eu-central-1"]},
+                                   {"prefix": "data/us", "regions": []}]})");
+  REQUIRE(c.has_value());
+  REQUIRE(c->residency.size() == 2);
+  CHECK(c->residency[0].first == "data/eu");
+  CHECK(c->residency[0].second == std::vector<std::string>{"eu-west-1", "eu-central-1"});
+  CHECK(c->residency[1].second.empty());  // nowhere: the path never leaves the hub
+  CHECK(parse("{}")->residency.empty());
+  CHECK(error_of(R"({"residency": {}})") == "config: residency: expected an array, got an object");
+  CHECK(error_of(R"({"residency": [{"prefix": "data/x"}]})") ==
+        R"(config: residency[0]: needs both "prefix" and "regions")");
+  CHECK(error_of(R"({"residency": [{"prefix": "/", "regions": []}]})") ==
+        "config: residency[0].prefix: must name an export or a path in one");
+  CHECK(error_of(R"({"residency": [{"prefix": "d", "regions": ["bad region"]}]})")
+            .starts_with("config: residency[0].regions: bad region \"bad region\""));
+  CHECK(error_of(R"({"residency": [{"prefix": "d", "regions": [], "x": 1}]})")
+            .starts_with("config: residency[0].x: unknown key"));
+}

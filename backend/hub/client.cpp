@@ -1,0 +1,482 @@
+#include "backend/hub/client.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+
+#include <atomic>
+#include <mutex>
+#include <stdexcept>
+
+namespace weft::hub {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+constexpr auto kUse = asio::as_tuple(asio::use_awaitable);
+// A chunks response: 64 MiB of chunks at most (the hub's limit) plus frame heads.
+constexpr std::uint64_t kResponseLimit = 80ull << 20;
+constexpr std::size_t kMaxBatchChunks = 1024;
+
+Error failure(Error::Kind kind, std::string message) {
+  Error e;
+  e.kind = kind;
+  e.message = std::move(message);
+  return e;
+}
+
+Error transport(const error_code& ec, std::string_view what) {
+  if (ec == beast::error::timeout || ec == asio::error::timed_out)
+    return failure(Error::Kind::timed_out, std::string(what) + ": no answer in time");
+  return failure(Error::Kind::unavailable, std::string(what) + ": " + ec.message());
+}
+
+std::string base64(std::string_view s) {
+  std::string out(4 * ((s.size() + 2) / 3), '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(s.data()), static_cast<int>(s.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+Result<wire::FileAttr> parse_attr(const nlohmann::json& j) {
+  try {
+    return j.get<wire::FileAttr>();
+  } catch (const nlohmann::json::exception& e) {
+    return failure(Error::Kind::protocol, std::string("bad attributes from the hub: ") + e.what());
+  }
+}
+
+Result<Attr> attr_answer(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("attr") || !j.contains("last_change"))
+    return failure(Error::Kind::protocol, "the hub's answer lacks attr or last_change");
+  auto a = parse_attr(j["attr"]);
+  if (!a) return a.error();
+  if (!j["last_change"].is_number_unsigned()) return failure(Error::Kind::protocol, "bad last_change");
+  return Attr{*a, j["last_change"].get<std::uint64_t>()};
+}
+
+Result<std::uint64_t> last_change_answer(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("last_change") || !j["last_change"].is_number_unsigned())
+    return failure(Error::Kind::protocol, "the hub's answer lacks last_change");
+  return j["last_change"].get<std::uint64_t>();
+}
+
+// A JSON answer (wrapped: a json converts to anything, which confuses result<>).
+struct Json {
+  nlohmann::json value;
+};
+
+struct Connection {
+  explicit Connection(asio::any_io_executor ex) : stream(std::move(ex)) {}
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+};
+
+}  // namespace
+
+void throw_exception_from_error(const Error& e, const boost::source_location&) {
+  throw std::runtime_error("hub: " + e.message);
+}
+
+std::string encode_query_value(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+struct Client::Impl : std::enable_shared_from_this<Impl> {
+  asio::any_io_executor ex;
+  ClientOptions opt;
+  std::string host, port, authorization;
+
+  std::mutex mu;
+  std::vector<std::unique_ptr<Connection>> idle;  // guarded by mu
+  std::atomic<std::uint64_t> requests{0}, wire_in{0}, logical_in{0}, wire_out{0};
+
+  std::unique_ptr<Connection> take_idle() {
+    std::lock_guard lock(mu);
+    if (idle.empty()) return nullptr;
+    auto c = std::move(idle.back());
+    idle.pop_back();
+    return c;
+  }
+  void give_back(std::unique_ptr<Connection> c) {
+    std::lock_guard lock(mu);
+    if (idle.size() < opt.connections) idle.push_back(std::move(c));
+  }
+
+  asio::awaitable<Result<std::unique_ptr<Connection>>> connect() {
+    tcp::resolver resolver(ex);
+    auto [rec, endpoints] = co_await resolver.async_resolve(host, port, kUse);
+    if (rec) co_return transport(rec, "resolving " + host);
+    auto c = std::make_unique<Connection>(ex);
+    c->stream.expires_after(opt.timeout);
+    auto [ec, ep] = co_await c->stream.async_connect(endpoints, kUse);
+    if (ec) co_return transport(ec, "connecting to " + opt.url);
+    c->stream.socket().set_option(tcp::no_delay(true), ec);
+    co_return c;
+  }
+
+  // One request on a pooled connection. A kept-alive connection that the
+  // hub closed meanwhile fails before the hub saw the request; idempotent
+  // requests are then sent once more on a fresh connection.
+  asio::awaitable<Result<bhttp::response<bhttp::string_body>>> request(bhttp::verb verb, std::string_view target,
+                                                                       std::string_view body, bool idempotent) {
+    for (int attempt = 0;; ++attempt) {
+      auto c = take_idle();
+      const bool reused = c != nullptr;
+      if (!c) {
+        auto fresh = co_await connect();
+        if (!fresh) co_return fresh.error();
+        c = std::move(*fresh);
+      }
+      bhttp::request<bhttp::string_body> req(verb, beast::string_view(target.data(), target.size()), 11);
+      req.set(bhttp::field::host, host);
+      req.set(bhttp::field::authorization, authorization);
+      req.set("Weft-Region", opt.region);
+      req.set(bhttp::field::user_agent, "weft-spoke");
+      if (!body.empty()) req.set(bhttp::field::content_type, "application/octet-stream");
+      req.body().assign(body);
+      req.prepare_payload();
+      req.keep_alive(true);
+      c->stream.expires_after(opt.timeout);
+      auto [wec, wn] = co_await bhttp::async_write(c->stream, req, kUse);
+      bhttp::response_parser<bhttp::string_body> parser;
+      parser.body_limit(kResponseLimit);
+      error_code rec;
+      if (!wec) {
+        auto [ec, n] = co_await bhttp::async_read(c->stream, c->buffer, parser, kUse);
+        rec = ec;
+      }
+      const error_code ec = wec ? wec : rec;
+      if (ec) {
+        const bool stale = reused && (wec || rec == bhttp::error::end_of_stream ||
+                                      rec == asio::error::connection_reset || rec == asio::error::eof);
+        if (stale && (idempotent || wec) && attempt == 0) continue;
+        co_return transport(ec, std::string(bhttp::to_string(verb)) + " " + std::string(target.substr(0, 120)));
+      }
+      requests++;
+      wire_out += body.size();
+      auto res = parser.release();
+      wire_in += res.body().size();
+      if (res.keep_alive()) give_back(std::move(c));
+      co_return res;
+    }
+  }
+
+  // A call answered with JSON; a hub error becomes Error::refused.
+  asio::awaitable<Result<Json>> json_call(bhttp::verb verb, std::string_view target,
+                                                    std::string_view body = {}) {
+    const bool idempotent = verb == bhttp::verb::get;
+    auto res = co_await request(verb, target, body, idempotent);
+    if (!res) co_return res.error();
+    auto j = nlohmann::json::parse(res->body(), nullptr, false);
+    if (res->result_int() >= 400) co_return refusal(*res, j);
+    if (j.is_discarded()) co_return failure(Error::Kind::protocol, "the hub answered with malformed JSON");
+    Json out;
+    out.value = std::move(j);
+    co_return out;
+  }
+
+  static Error refusal(const bhttp::response<bhttp::string_body>& res, const nlohmann::json& j) {
+    Error e = failure(Error::Kind::refused, "HTTP " + std::to_string(res.result_int()));
+    e.status = res.result_int();
+    e.body = res.body();
+    if (j.is_object() && j.contains("error") && j["error"].is_object()) {
+      const auto& err = j["error"];
+      if (err.contains("code") && err["code"].is_string()) e.code = err["code"].get<std::string>();
+      if (err.contains("message") && err["message"].is_string()) e.message = err["message"].get<std::string>();
+    }
+    return e;
+  }
+
+  std::string target(std::string_view call, std::string_view query) const {
+    std::string t = "/hub/v1/";
+    t += call;
+    if (!query.empty()) {
+      t += '?';
+      t += query;
+    }
+    return t;
+  }
+
+  // One batch: the frames of `chunks`, decoded and checked into `out`.
+  asio::awaitable<std::optional<Error>> fetch_batch(const std::string& path_query, std::span<const wire::ChunkRef> chunks,
+                                                   std::span<std::string> out) {
+    std::string body;
+    body.reserve(chunks.size() * 32);
+    for (const auto& c : chunks) body.append(reinterpret_cast<const char*>(c.digest.data()), c.digest.size());
+    const std::string call_target = target("chunks", path_query);
+    auto res = co_await request(bhttp::verb::post, call_target, body, true);
+    if (!res) co_return res.error();
+    if (res->result_int() >= 400) co_return refusal(*res, nlohmann::json::parse(res->body(), nullptr, false));
+    wire::FrameReader reader;
+    reader.append(res->body());
+    std::optional<wire::Error> error;
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      auto frame = reader.next(&error);
+      if (!frame) {
+        co_return failure(Error::Kind::protocol,
+                          error ? std::string(wire::message(*error)) : "the hub sent fewer chunks than asked");
+      }
+      if (frame->kind != wire::Kind::data || frame->digest != chunks[i].digest ||
+          frame->length != chunks[i].length)
+        co_return failure(Error::Kind::protocol, "the hub sent another chunk than asked");
+      logical_in += frame->length;
+      out[i] = std::move(frame->bytes);
+    }
+    if (!reader.empty()) co_return failure(Error::Kind::protocol, "the hub sent more than asked");
+    co_return std::nullopt;
+  }
+};
+
+Result<std::unique_ptr<Client>> Client::create(asio::any_io_executor executor, ClientOptions options) {
+  std::string_view url = options.url;
+  if (!url.starts_with("http://"))
+    return failure(Error::Kind::protocol, "hub URL " + options.url + ": expected http://HOST:PORT");
+  url.remove_prefix(7);
+  while (url.ends_with('/')) url.remove_suffix(1);
+  const auto colon = url.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == url.size() || url.find('/') != url.npos)
+    return failure(Error::Kind::protocol, "hub URL " + options.url + ": expected http://HOST:PORT");
+  if (options.connections == 0) options.connections = 1;
+  auto impl = std::make_shared<Impl>();
+  impl->ex = std::move(executor);
+  impl->host = std::string(url.substr(0, colon));
+  if (impl->host.starts_with('[') && impl->host.ends_with(']')) impl->host = impl->host.substr(1, impl->host.size() - 2);
+  impl->port = std::string(url.substr(colon + 1));
+  impl->authorization = options.token.empty() ? "Basic " + base64(options.user + ":" + options.password)
+                                              : "Bearer " + options.token;
+  impl->opt = std::move(options);
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Client::Client(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+const ClientOptions& Client::options() const { return impl_->opt; }
+
+Stats Client::stats() const {
+  return {impl_->requests.load(), impl_->wire_in.load(), impl_->logical_in.load(), impl_->wire_out.load()};
+}
+
+asio::awaitable<Result<std::uint64_t>> Client::last_change() {
+  const std::string call_target = impl_->target("info", "");
+  auto j = co_await impl_->json_call(bhttp::verb::get, call_target);
+  if (!j) co_return j.error();
+  co_return last_change_answer(j->value);
+}
+
+asio::awaitable<Result<Attr>> Client::attr(std::string path) {
+  const std::string query = "path=" + encode_query_value(path);
+  const std::string call_target = impl_->target("attr", query);
+  auto j = co_await impl_->json_call(bhttp::verb::get, call_target);
+  if (!j) co_return j.error();
+  co_return attr_answer(j->value);
+}
+
+asio::awaitable<Result<Listing>> Client::list(std::string path, std::uint64_t cookie, std::size_t limit) {
+  const std::string query = "path=" + encode_query_value(path) + "&cookie=" + std::to_string(cookie) +
+                            "&limit=" + std::to_string(limit);
+  const std::string call_target = impl_->target("list", query);
+  auto j = co_await impl_->json_call(bhttp::verb::get, call_target);
+  if (!j) co_return j.error();
+  Listing out;
+  try {
+    for (const auto& e : j->value.at("entries")) out.entries.emplace_back(e.at("name").get<std::string>(), e.at("attr").get<wire::FileAttr>());
+    out.cookie = j->value.at("cookie").get<std::uint64_t>();
+    out.eof = j->value.at("eof").get<bool>();
+    out.last_change = j->value.at("last_change").get<std::uint64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    co_return failure(Error::Kind::protocol, std::string("bad listing from the hub: ") + e.what());
+  }
+  co_return out;
+}
+
+asio::awaitable<Result<wire::Manifest>> Client::manifest(std::string path, std::uint64_t version) {
+  const std::string query = "path=" + encode_query_value(path) + "&version=" + std::to_string(version);
+  const std::string call_target = impl_->target("manifest", query);
+  auto j = co_await impl_->json_call(bhttp::verb::get, call_target);
+  if (!j) co_return j.error();
+  try {
+    co_return j->value.get<wire::Manifest>();
+  } catch (const nlohmann::json::exception& e) {
+    co_return failure(Error::Kind::protocol, std::string("bad manifest from the hub: ") + e.what());
+  }
+}
+
+asio::awaitable<Result<std::vector<std::string>>> Client::fetch(std::string path, std::uint64_t version,
+                                                                std::vector<wire::ChunkRef> chunks) {
+  // Batches of about batch_bytes, taken by up to `connections` workers.
+  std::vector<std::pair<std::size_t, std::size_t>> batches;  // [first, last)
+  for (std::size_t i = 0; i < chunks.size();) {
+    std::size_t j = i;
+    std::uint64_t bytes = 0;
+    while (j < chunks.size() && j - i < kMaxBatchChunks && (j == i || bytes + chunks[j].length <= impl_->opt.batch_bytes))
+      bytes += chunks[j++].length;
+    batches.emplace_back(i, j);
+    i = j;
+  }
+  std::vector<std::string> out(chunks.size());
+  if (batches.empty()) co_return out;
+  const std::string query = "path=" + encode_query_value(path) + "&version=" + std::to_string(version);
+  const std::size_t workers = std::min(impl_->opt.connections, batches.size());
+  std::atomic<std::size_t> next{0};
+  std::mutex error_mu;
+  std::optional<Error> first_error;
+  asio::experimental::concurrent_channel<void(error_code)> done(impl_->ex, workers);
+  auto impl = impl_;
+  for (std::size_t w = 0; w < workers; ++w) {
+    auto worker = [&, impl]() -> asio::awaitable<void> {
+      for (;;) {
+        const std::size_t b = next.fetch_add(1);
+        if (b >= batches.size()) break;
+        {
+          std::lock_guard lock(error_mu);
+          if (first_error) break;
+        }
+        auto [first, last] = batches[b];
+        auto err = co_await impl->fetch_batch(query, std::span(chunks).subspan(first, last - first),
+                                              std::span(out).subspan(first, last - first));
+        if (err) {
+          std::lock_guard lock(error_mu);
+          if (!first_error) first_error = std::move(*err);
+          break;
+        }
+      }
+    };
+    asio::co_spawn(impl_->ex, worker(), [&done](std::exception_ptr) { done.try_send(error_code{}); });
+  }
+  for (std::size_t w = 0; w < workers; ++w) co_await done.async_receive(kUse);
+  if (first_error) co_return *first_error;
+  co_return out;
+}
+
+asio::awaitable<Result<std::vector<bool>>> Client::missing(std::vector<wire::Digest> digests) {
+  std::string body;
+  for (const auto& d : digests) body.append(reinterpret_cast<const char*>(d.data()), d.size());
+  const std::string call_target = impl_->target("have", "");
+  auto j = co_await impl_->json_call(bhttp::verb::post, call_target, body);
+  if (!j) co_return j.error();
+  std::vector<bool> out(digests.size(), false);
+  try {
+    std::vector<wire::Digest> lacking;
+    for (const auto& h : j->value.at("missing")) {
+      auto d = wire::from_hex(h.get<std::string>());
+      if (!d) co_return failure(Error::Kind::protocol, "the hub named a malformed digest");
+      lacking.push_back(*d);
+    }
+    std::sort(lacking.begin(), lacking.end());
+    for (std::size_t i = 0; i < digests.size(); ++i)
+      out[i] = std::binary_search(lacking.begin(), lacking.end(), digests[i]);
+  } catch (const nlohmann::json::exception& e) {
+    co_return failure(Error::Kind::protocol, std::string("bad have answer from the hub: ") + e.what());
+  }
+  co_return out;
+}
+
+asio::awaitable<Result<Attr>> Client::commit(std::string path, std::uint64_t base_ino, std::uint64_t base_version,
+                                             std::uint32_t mode, std::vector<CommitChunk> chunks) {
+  std::string body;
+  for (const auto& c : chunks) {
+    if (c.bytes.empty() && c.length > 0) {
+      wire::append_reference(body, c.digest, c.length);
+    } else {
+      wire::append_data(body, c.digest, std::as_bytes(std::span(c.bytes.data(), c.bytes.size())));
+    }
+  }
+  const std::string query = "path=" + encode_query_value(path) + "&base_ino=" + std::to_string(base_ino) +
+                            "&base_version=" + std::to_string(base_version) + "&mode=" + std::to_string(mode);
+  const std::string call_target = impl_->target("commit", query);
+  auto j = co_await impl_->json_call(bhttp::verb::post, call_target, body);
+  if (!j) co_return j.error();
+  co_return attr_answer(j->value);
+}
+
+asio::awaitable<Result<Attr>> Client::mkdir(std::string path, std::uint32_t mode) {
+  const std::string query = "path=" + encode_query_value(path) + "&mode=" + std::to_string(mode);
+  const std::string call_target = impl_->target("mkdir", query);
+  auto j = co_await impl_->json_call(bhttp::verb::post, call_target);
+  if (!j) co_return j.error();
+  co_return attr_answer(j->value);
+}
+
+asio::awaitable<Result<Attr>> Client::create(std::string path, std::uint32_t mode, bool exclusive) {
+  const std::string query = "path=" + encode_query_value(path) + "&mode=" + std::to_string(mode) +
+                            "&exclusive=" + (exclusive ? "true" : "false");
+  const std::string call_target = impl_->target("create", query);
+  auto j = co_await impl_->json_call(bhttp::verb::post, call_target);
+  if (!j) co_return j.error();
+  co_return attr_answer(j->value);
+}
+
+asio::awaitable<Result<std::uint64_t>> Client::remove(std::string path) {
+  const std::string query = "path=" + encode_query_value(path);
+  const std::string call_target = impl_->target("remove", query);
+  auto j = co_await impl_->json_call(bhttp::verb::post, call_target);
+  if (!j) co_return j.error();
+  co_return last_change_answer(j->value);
+}
+
+asio::awaitable<Result<std::uint64_t>> Client::rmdir(std::string path) {
+  const std::string query = "path=" + encode_query_value(path);
+  const std::string call_target = impl_->target("rmdir", query);
+  auto j = co_await impl_->json_call(bhttp::verb::post, call_target);
+  if (!j) co_return j.error();
+  co_return last_change_answer(j->value);
+}
+
+asio::awaitable<Result<Attr>> Client::rename(std::string from, std::string to, bool no_replace) {
+  const std::string query = "from=" + encode_query_value(from) + "&to=" + encode_query_value(to) +
+                            "&no_replace=" + (no_replace ? "true" : "false");
+  const std::string call_target = impl_->target("rename", query);
+  auto j = co_await impl_->json_call(bhttp::verb::post, call_target);
+  if (!j) co_return j.error();
+  co_return attr_answer(j->value);
+}
+
+asio::awaitable<Result<Attr>> Client::symlink(std::string path, std::string target) {
+  const std::string query = "path=" + encode_query_value(path) + "&target=" + encode_query_value(target);
+  const std::string call_target = impl_->target("symlink", query);
+  auto j = co_await impl_->json_call(bhttp::verb::post, call_target);
+  if (!j) co_return j.error();
+  co_return attr_answer(j->value);
+}
+
+asio::awaitable<Result<std::pair<std::string, Attr>>> Client::readlink(std::string path) {
+  const std::string query = "path=" + encode_query_value(path);
+  const std::string call_target = impl_->target("readlink", query);
+  auto j = co_await impl_->json_call(bhttp::verb::get, call_target);
+  if (!j) co_return j.error();
+  auto a = attr_answer(j->value);
+  if (!a) co_return a.error();
+  if (!j->value.contains("target") || !j->value["target"].is_string())
+    co_return failure(Error::Kind::protocol, "the hub's readlink answer lacks target");
+  co_return std::pair{j->value["target"].get<std::string>(), *a};
+}
+
+}  // namespace weft::hub

@@ -1,0 +1,198 @@
+#include "backend/hub/feed.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/websocket/stream.hpp>
+#include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+
+namespace weft::hub {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = boost::beast::websocket;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+constexpr auto kUse = asio::as_tuple(asio::use_awaitable);
+
+Error lost(Error::Kind kind, std::string message) {
+  Error e;
+  e.kind = kind;
+  e.message = std::move(message);
+  return e;
+}
+
+std::string basic(const ClientOptions& o) {
+  if (!o.token.empty()) return "Bearer " + o.token;
+  const std::string raw = o.user + ":" + o.password;
+  std::string out(4 * ((raw.size() + 2) / 3), '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(raw.data()), static_cast<int>(raw.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return "Basic " + out;
+}
+
+}  // namespace
+
+struct Feed::Impl : std::enable_shared_from_this<Impl> {
+  Impl(asio::any_io_executor ex, FeedOptions o)
+      : strand(asio::make_strand(ex)), options(std::move(o)), retry(strand) {}
+
+  asio::strand<asio::any_io_executor> strand;
+  FeedOptions options;
+  std::string host, port;
+  std::atomic<std::uint64_t> cursor{0};
+  std::atomic<bool> stopping{false}, ended{false}, is_connected{false};
+  asio::steady_timer retry;  // strand only
+  websocket::stream<beast::tcp_stream>* live = nullptr;  // strand only: the open connection
+  bool reached = false;  // strand only: the last session got through its handshake
+
+  void set_state(bool connected, const Error* why) {
+    if (is_connected.exchange(connected) == connected && connected) return;
+    if (options.on_state) options.on_state(connected, why);
+  }
+
+  // One connection: handshake, then messages until it fails.
+  asio::awaitable<Error> session() {
+    tcp::resolver resolver(strand);
+    auto [rec, endpoints] = co_await resolver.async_resolve(host, port, kUse);
+    if (rec) co_return lost(Error::Kind::unavailable, "resolving " + host + ": " + rec.message());
+    websocket::stream<beast::tcp_stream> ws(strand);
+    beast::get_lowest_layer(ws).expires_after(options.client.timeout);
+    auto [cec, ep] = co_await beast::get_lowest_layer(ws).async_connect(endpoints, kUse);
+    if (cec) co_return lost(Error::Kind::unavailable, "connecting to " + options.client.url + ": " + cec.message());
+    const std::string authorization = basic(options.client);
+    const std::string region = options.client.region;
+    ws.set_option(websocket::stream_base::decorator([authorization, region](websocket::request_type& req) {
+      req.set(beast::http::field::authorization, authorization);
+      req.set("Weft-Region", region);
+    }));
+    ws.read_message_max(16 << 20);
+    const std::string target = "/hub/v1/feed?after=" + std::to_string(cursor.load());
+    const std::string host_header = host + ":" + port;
+    websocket::response_type response;
+    auto [hec] = co_await ws.async_handshake(response, host_header, target, kUse);
+    if (hec) {
+      if (response.result_int() >= 400) {
+        Error e = lost(Error::Kind::refused, "the hub refused the feed: HTTP " + std::to_string(response.result_int()));
+        e.status = response.result_int();
+        co_return e;
+      }
+      co_return lost(Error::Kind::unavailable, "feed handshake: " + hec.message());
+    }
+    // From here the hub's heartbeat bounds the silence.
+    beast::get_lowest_layer(ws).expires_never();
+    live = &ws;
+    reached = true;
+    set_state(true, nullptr);
+    beast::flat_buffer buffer;
+    Error why;
+    for (;;) {
+      if (stopping) {
+        why = lost(Error::Kind::unavailable, "stopped");
+        break;
+      }
+      beast::get_lowest_layer(ws).expires_after(options.silence_timeout);
+      auto [ec, n] = co_await ws.async_read(buffer, kUse);
+      if (ec) {
+        why = ec == beast::error::timeout
+                  ? lost(Error::Kind::timed_out, "the hub's feed fell silent")
+                  : lost(Error::Kind::unavailable, "the feed connection failed: " + ec.message());
+        break;
+      }
+      auto j = nlohmann::json::parse(static_cast<const char*>(buffer.data().data()),
+                                     static_cast<const char*>(buffer.data().data()) + buffer.size(), nullptr, false);
+      buffer.consume(buffer.size());
+      std::vector<Change> changes;
+      std::uint64_t last = 0;
+      try {
+        if (j.contains("changes")) {
+          for (const auto& c : j.at("changes")) {
+            changes.push_back({c.at("seq").get<std::uint64_t>(), c.at("op").get<std::string>(),
+                               c.at("ino").get<std::uint64_t>(), c.at("parent").get<std::uint64_t>(),
+                               c.at("new_parent").get<std::uint64_t>(), c.at("version").get<std::uint64_t>(),
+                               c.at("time_ns").get<std::int64_t>()});
+          }
+        }
+        last = j.at("last").get<std::uint64_t>();
+      } catch (const nlohmann::json::exception& e) {
+        why = lost(Error::Kind::protocol, std::string("a malformed feed message: ") + e.what());
+        break;
+      }
+      // Changes already seen (a resume overlapping what arrived) are dropped.
+      std::erase_if(changes, [&](const Change& c) { return c.seq <= cursor.load(); });
+      if (last < cursor.load()) last = cursor.load();
+      cursor = last;
+      if (options.on_changes) options.on_changes(changes, last);
+    }
+    live = nullptr;
+    error_code ignored;
+    beast::get_lowest_layer(ws).socket().close(ignored);
+    co_return why;
+  }
+
+  asio::awaitable<void> run() {
+    auto self = shared_from_this();
+    auto delay = options.retry_min;
+    while (!stopping) {
+      Error why = co_await session();
+      if (stopping) break;
+      set_state(false, &why);
+      // Back off while the hub stays away; start over once it was back.
+      if (reached) delay = options.retry_min;
+      reached = false;
+      retry.expires_after(delay);
+      co_await retry.async_wait(kUse);
+      delay = std::min(delay * 2, options.retry_max);
+    }
+    is_connected = false;
+    ended = true;
+  }
+};
+
+Result<std::shared_ptr<Feed>> Feed::start(asio::any_io_executor executor, FeedOptions options) {
+  std::string_view url = options.client.url;
+  if (!url.starts_with("http://")) return lost(Error::Kind::protocol, "hub URL " + options.client.url + ": expected http://HOST:PORT");
+  url.remove_prefix(7);
+  while (url.ends_with('/')) url.remove_suffix(1);
+  const auto colon = url.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == url.size())
+    return lost(Error::Kind::protocol, "hub URL " + options.client.url + ": expected http://HOST:PORT");
+  auto impl = std::make_shared<Impl>(std::move(executor), std::move(options));
+  impl->host = std::string(url.substr(0, colon));
+  impl->port = std::string(url.substr(colon + 1));
+  impl->cursor = impl->options.after;
+  asio::co_spawn(impl->strand, impl->run(), asio::detached);
+  return std::shared_ptr<Feed>(new Feed(std::move(impl)));
+}
+
+Feed::Feed(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Feed::~Feed() { stop(); }
+
+void Feed::stop() {
+  if (impl_->stopping.exchange(true)) return;
+  asio::post(impl_->strand, [impl = impl_] {
+    impl->retry.cancel();
+    if (impl->live) {
+      error_code ignored;
+      beast::get_lowest_layer(*impl->live).socket().close(ignored);
+    }
+  });
+}
+
+bool Feed::stopped() const { return impl_->ended; }
+std::uint64_t Feed::cursor() const { return impl_->cursor; }
+bool Feed::connected() const { return impl_->is_connected; }
+
+}  // namespace weft::hub

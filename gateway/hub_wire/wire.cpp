@@ -1,0 +1,217 @@
+// Frame layout (PROTOCOL.md, "Chunk frames"), integers big-endian:
+//   kind u8 | sha256 [32] | length u32 | (data frames) codec u8 | payload_len u32 | payload
+#include "gateway/hub_wire/wire.hpp"
+
+#include <nlohmann/json.hpp>
+#include <openssl/sha.h>
+#include <zstd.h>
+
+#include <cstring>
+
+namespace weft::hub::wire {
+namespace {
+
+constexpr std::size_t kHead = 1 + 32 + 4;
+constexpr std::size_t kDataHead = kHead + 1 + 4;
+
+void put_be32(std::string& out, std::uint32_t v) {
+  for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>((v >> (i * 8)) & 0xff));
+}
+std::uint32_t get_be32(const char* p) {
+  std::uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<std::uint8_t>(p[i]);
+  return v;
+}
+
+void put_head(std::string& out, Kind kind, const Digest& digest, std::uint32_t length) {
+  out.push_back(static_cast<char>(kind));
+  out.append(reinterpret_cast<const char*>(digest.data()), digest.size());
+  put_be32(out, length);
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;  // upper case is not canonical: one spelling per digest
+}
+
+
+}  // namespace
+
+std::string to_hex(const Digest& d) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s(64, '0');
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    s[2 * i] = kDigits[d[i] >> 4];
+    s[2 * i + 1] = kDigits[d[i] & 15];
+  }
+  return s;
+}
+
+std::optional<Digest> from_hex(std::string_view hex) {
+  if (hex.size() != 64) return std::nullopt;
+  Digest d;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    d[i] = static_cast<std::uint8_t>(hi << 4 | lo);
+  }
+  return d;
+}
+
+Digest sha256(std::span<const std::byte> bytes) {
+  Digest d;
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), d.data());
+  return d;
+}
+
+std::string_view message(Error e) {
+  switch (e) {
+    case Error::malformed: return "a malformed chunk frame";
+    case Error::corrupt: return "a chunk that does not decompress to its length";
+    case Error::digest_mismatch: return "a chunk whose bytes do not match its SHA-256";
+  }
+  return "a bad chunk frame";
+}
+
+std::size_t append_data(std::string& out, const Digest& digest, std::span<const std::byte> chunk,
+                        int level) {
+  const std::size_t at = out.size();
+  put_head(out, Kind::data, digest, static_cast<std::uint32_t>(chunk.size()));
+  out.push_back(static_cast<char>(Codec::zstd));
+  put_be32(out, 0);  // the payload length, set below
+  const std::size_t payload_at = out.size();
+  out.resize(payload_at + ZSTD_compressBound(chunk.size()));
+  std::size_t n = ZSTD_compress(out.data() + payload_at, out.size() - payload_at, chunk.data(),
+                                chunk.size(), level);
+  // Incompressible (or a zstd failure, which the raw form does not need):
+  // send the bytes as they are rather than pay decompression for nothing.
+  if (ZSTD_isError(n) || n + chunk.size() / 32 >= chunk.size()) {
+    out[at + kHead] = static_cast<char>(Codec::raw);
+    out.resize(payload_at);
+    out.append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
+    n = chunk.size();
+  } else {
+    out.resize(payload_at + n);
+  }
+  std::string len;
+  put_be32(len, static_cast<std::uint32_t>(n));
+  std::memcpy(out.data() + at + kHead + 1, len.data(), 4);
+  return n;
+}
+
+void append_reference(std::string& out, const Digest& digest, std::uint32_t length) {
+  put_head(out, Kind::reference, digest, length);
+}
+
+std::optional<Frame> FrameReader::next(std::optional<Error>* error) {
+  *error = std::nullopt;
+  // Drop what was consumed once it is most of the buffer (amortised O(1)).
+  if (pos_ > 0 && pos_ * 2 >= buffer_.size()) {
+    buffer_.erase(0, pos_);
+    pos_ = 0;
+  }
+  const std::size_t avail = buffer_.size() - pos_;
+  if (avail < kHead) return std::nullopt;
+  const char* p = buffer_.data() + pos_;
+  Frame f;
+  const auto kind = static_cast<std::uint8_t>(p[0]);
+  std::memcpy(f.digest.data(), p + 1, 32);
+  f.length = get_be32(p + 33);
+  if (f.length > kMaxChunk || (kind != static_cast<std::uint8_t>(Kind::data) &&
+                               kind != static_cast<std::uint8_t>(Kind::reference))) {
+    *error = Error::malformed;
+    return std::nullopt;
+  }
+  f.kind = static_cast<Kind>(kind);
+  if (f.kind == Kind::reference) {
+    pos_ += kHead;
+    f.wire_bytes = kHead;
+    return f;
+  }
+  if (avail < kDataHead) return std::nullopt;
+  const auto codec = static_cast<std::uint8_t>(p[kHead]);
+  const std::uint32_t payload = get_be32(p + kHead + 1);
+  const bool raw = codec == static_cast<std::uint8_t>(Codec::raw);
+  if ((!raw && codec != static_cast<std::uint8_t>(Codec::zstd)) ||
+      (raw && payload != f.length) || payload > ZSTD_compressBound(kMaxChunk)) {
+    *error = Error::malformed;
+    return std::nullopt;
+  }
+  if (avail < kDataHead + payload) return std::nullopt;
+  const char* body = p + kDataHead;
+  if (raw) {
+    f.bytes.assign(body, payload);
+  } else {
+    // The announced length bounds the output: a frame cannot make us
+    // allocate more than kMaxChunk, whatever its payload claims.
+    f.bytes.resize(f.length);
+    std::size_t n = ZSTD_decompress(f.bytes.data(), f.bytes.size(), body, payload);
+    if (ZSTD_isError(n) || n != f.length) {
+      *error = Error::corrupt;
+      return std::nullopt;
+    }
+  }
+  if (sha256(std::as_bytes(std::span(f.bytes.data(), f.bytes.size()))) != f.digest) {
+    *error = Error::digest_mismatch;
+    return std::nullopt;
+  }
+  f.wire_bytes = kDataHead + payload;
+  pos_ += f.wire_bytes;
+  return f;
+}
+
+void to_json(nlohmann::json& j, const FileAttr& a) {
+  j = nlohmann::json{{"ino", a.ino},         {"type", a.type},
+                     {"mode", a.mode},       {"nlink", a.nlink},
+                     {"uid", a.uid},         {"gid", a.gid},
+                     {"size", a.size},       {"atime_ns", a.atime_ns},
+                     {"mtime_ns", a.mtime_ns}, {"ctime_ns", a.ctime_ns},
+                     {"btime_ns", a.btime_ns}, {"generation", a.generation},
+                     {"version", a.version}, {"dirty", a.dirty},
+                     {"change", a.change}};
+}
+
+void from_json(const nlohmann::json& j, FileAttr& a) {
+  j.at("ino").get_to(a.ino);
+  j.at("type").get_to(a.type);
+  j.at("mode").get_to(a.mode);
+  j.at("nlink").get_to(a.nlink);
+  j.at("uid").get_to(a.uid);
+  j.at("gid").get_to(a.gid);
+  j.at("size").get_to(a.size);
+  j.at("atime_ns").get_to(a.atime_ns);
+  j.at("mtime_ns").get_to(a.mtime_ns);
+  j.at("ctime_ns").get_to(a.ctime_ns);
+  j.at("btime_ns").get_to(a.btime_ns);
+  j.at("generation").get_to(a.generation);
+  j.at("version").get_to(a.version);
+  j.at("dirty").get_to(a.dirty);
+  j.at("change").get_to(a.change);
+}
+
+void to_json(nlohmann::json& j, const Manifest& m) {
+  nlohmann::json chunks = nlohmann::json::array();
+  for (const auto& c : m.chunks)
+    chunks.push_back({{"offset", c.offset}, {"length", c.length}, {"sha256", to_hex(c.digest)}});
+  j = nlohmann::json{{"ino", m.ino},   {"version", m.version}, {"size", m.size},
+                     {"id", to_hex(m.id)}, {"chunks", std::move(chunks)}};
+}
+
+void from_json(const nlohmann::json& j, Manifest& m) {
+  auto digest = [](const nlohmann::json& v) {
+    auto d = from_hex(v.get<std::string>());
+    if (!d) throw nlohmann::json::other_error::create(501, "not a SHA-256 in hex", &v);
+    return *d;
+  };
+  j.at("ino").get_to(m.ino);
+  j.at("version").get_to(m.version);
+  j.at("size").get_to(m.size);
+  m.id = digest(j.at("id"));
+  m.chunks.clear();
+  for (const auto& c : j.at("chunks"))
+    m.chunks.push_back({c.at("offset").get<std::uint64_t>(), c.at("length").get<std::uint32_t>(),
+                        digest(c.at("sha256"))});
+}
+
+}  // namespace weft::hub::wire

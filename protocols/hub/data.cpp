@@ -1,0 +1,222 @@
+// Data calls: which chunks the hub lacks, batched chunk reads of one
+// version, and commits that stream a new version as chunk frames (bytes
+// for chunks the hub lacks, references for those it holds) and seal it
+// with compare-and-swap on the version the spoke started from.
+#include "protocols/hub/hub.hpp"
+
+#include "gateway/metrics/metrics.hpp"
+
+#include <cstring>
+#include <map>
+
+namespace weft::hub {
+
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr std::size_t kMaxDigests = 32768;              // per have request (1 MiB of digests)
+constexpr std::size_t kMaxBatchChunks = 1024;           // per chunks request
+constexpr std::uint64_t kMaxBatchBytes = 64ull << 20;   // logical bytes per chunks request
+constexpr std::size_t kBodyPiece = 256 * 1024;
+
+// A body of whole SHA-256 digests, read completely (it is small and bounded).
+asio::awaitable<rest::Expected<std::vector<ns::Sha256>>> read_digests(Request& r, std::size_t max) {
+  const auto& head = r.c.head;
+  if (!head.content_length || *head.content_length % 32 != 0)
+    co_return rest::bad_request("the body must be SHA-256 digests, 32 bytes each, with a Content-Length");
+  if (*head.content_length > max * 32)
+    co_return rest::too_large("at most " + std::to_string(max) + " digests per request");
+  std::string body(static_cast<std::size_t>(*head.content_length), '\0');
+  std::size_t got = 0;
+  while (got < body.size()) {
+    auto n = co_await r.c.ex.read_body(std::as_writable_bytes(std::span(body.data() + got, body.size() - got)));
+    if (!n) co_return rest::bad_request("reading the request body failed: " + n.error().message());
+    if (*n == 0) break;
+    got += *n;
+  }
+  if (got != body.size()) co_return rest::bad_request("the request body ended early");
+  r.wire_bytes += got;
+  std::vector<ns::Sha256> out(body.size() / 32);
+  for (std::size_t i = 0; i < out.size(); ++i) std::memcpy(out[i].data(), body.data() + 32 * i, 32);
+  co_return out;
+}
+
+asio::awaitable<rest::Outcome> send_octets(Request& r, const std::string& body) {
+  std::vector<http::Header> headers = r.c.base_headers();
+  headers.emplace_back("Content-Type", "application/octet-stream");
+  http::ResponseHead head(200, std::move(headers), body.size());
+  auto ec = co_await r.c.ex.send(head, body);
+  r.c.status = 200;
+  if (ec) r.c.ex.close_after();
+  co_return std::nullopt;
+}
+
+}  // namespace
+
+Reply have(Request& r) {
+  auto digests = co_await read_digests(r, kMaxDigests);
+  if (!digests) co_return digests.error();
+  auto held = co_await r.s.ns.have_chunks(r.c.ctx, *digests);
+  if (!held) co_return rest::from_ns(held.error(), "chunks");
+  nlohmann::json missing = nlohmann::json::array();
+  for (std::size_t i = 0; i < digests->size(); ++i)
+    if (!(*held)[i]) missing.push_back(wire::to_hex((*digests)[i]));
+  const nlohmann::json out{{"missing", std::move(missing)}};
+  co_await r.c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+Reply chunks(Request& r) {
+  auto path = path_param(r, "path");
+  if (!path) co_return path.error();
+  auto version = rest::uint_param(r.c.target, "version", 0, 1, std::numeric_limits<std::uint64_t>::max());
+  if (!version) co_return version.error();
+  if (!r.c.query("version")) co_return rest::bad_parameter("query parameter version is required");
+  auto wanted = co_await read_digests(r, kMaxBatchChunks);
+  if (!wanted) co_return wanted.error();
+  auto place = co_await locate(r, *path);
+  if (!place) co_return place.error();
+  auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
+  if (!a) co_return a.error();
+  auto manifest = co_await r.s.ns.chunks(r.c.ctx, a->ino, *version);
+  if (!manifest) co_return rest::from_ns(manifest.error(), place->display + " version " + std::to_string(*version));
+  std::map<ns::Sha256, const ns::ChunkInfo*> by_digest;
+  for (const auto& c : *manifest) by_digest.emplace(c.sha256, &c);
+  std::vector<const ns::ChunkInfo*> plan;
+  std::uint64_t logical = 0;
+  for (const auto& d : *wanted) {
+    auto it = by_digest.find(d);
+    if (it == by_digest.end())
+      co_return rest::not_found("chunk " + wire::to_hex(d) + " is not in " + place->display + " version " +
+                                std::to_string(*version));
+    plan.push_back(it->second);
+    logical += it->second->length;
+  }
+  if (logical > kMaxBatchBytes)
+    co_return rest::too_large("at most " + std::to_string(kMaxBatchBytes) + " chunk bytes per request");
+  // Chunks adjacent in the file (a sequential reader's batch) are read in one go.
+  std::string body, run;
+  for (std::size_t i = 0; i < plan.size();) {
+    std::size_t j = i + 1;
+    std::uint64_t end = plan[i]->offset + plan[i]->length;
+    while (j < plan.size() && plan[j]->offset == end) end += plan[j++]->length;
+    run.resize(static_cast<std::size_t>(end - plan[i]->offset));
+    std::size_t got = 0;
+    while (got < run.size()) {
+      auto n = co_await r.s.ns.read_version(r.c.ctx, a->ino, *version, plan[i]->offset + got,
+                                            std::as_writable_bytes(std::span(run.data() + got, run.size() - got)));
+      if (!n) co_return rest::from_ns(n.error(), place->display);
+      if (*n == 0) co_return rest::internal(place->display + " is shorter than its manifest");
+      got += *n;
+    }
+    for (std::size_t k = i, at = 0; k < j; at += plan[k]->length, ++k)
+      wire::append_data(body, plan[k]->sha256, std::as_bytes(std::span(run.data() + at, plan[k]->length)));
+    i = j;
+  }
+  r.c.content_bytes = logical;
+  r.wire_bytes += body.size();
+  r.hub.logical_out->inc(logical);
+  r.hub.wire_out->inc(body.size());
+  co_return co_await send_octets(r, body);
+}
+
+Reply commit(Request& r) {
+  auto path = path_param(r, "path");
+  if (!path) co_return path.error();
+  auto base_ino = rest::uint_param(r.c.target, "base_ino", 0, 0, std::numeric_limits<std::uint64_t>::max());
+  if (!base_ino) co_return base_ino.error();
+  auto base_version = rest::uint_param(r.c.target, "base_version", 0, 0, std::numeric_limits<std::uint64_t>::max());
+  if (!base_version) co_return base_version.error();
+  if (!r.c.query("base_ino") || !r.c.query("base_version"))
+    co_return rest::bad_parameter("query parameters base_ino and base_version are required (0 and 0 for a new file)");
+  auto mode = rest::uint_param(r.c.target, "mode", 0644, 0, 07777);
+  if (!mode) co_return mode.error();
+  auto place = co_await locate(r, *path);
+  if (!place) co_return place.error();
+  if (place->parent == 0) co_return rest::ApiError(409, "export_root", place->display + " is an export root");
+  auto& ns = r.s.ns;
+  auto staged = co_await ns.stage(r.c.ctx, place->parent, place->leaf, static_cast<std::uint32_t>(*mode));
+  if (!staged) co_return rest::from_ns(staged.error(), place->display);
+  const ns::Handle h = *staged;
+
+  // The body is consumed to its end even once the commit is known to fail
+  // (a missing reference), so the spoke reads one clear answer.
+  wire::FrameReader reader;
+  std::string piece(kBodyPiece, '\0');
+  std::uint64_t offset = 0;
+  nlohmann::json missing = nlohmann::json::array();
+  rest::Outcome failure;
+  for (;;) {
+    auto n = co_await r.c.ex.read_body(std::as_writable_bytes(std::span(piece)));
+    if (!n) {
+      failure = rest::bad_request("reading the commit body failed: " + n.error().message());
+      break;
+    }
+    if (*n == 0) break;
+    r.wire_bytes += *n;
+    reader.append(std::string_view(piece.data(), *n));
+    std::optional<wire::Error> error;
+    while (auto frame = reader.next(&error)) {
+      std::string referenced;
+      const std::string* bytes = &frame->bytes;
+      if (frame->kind == wire::Kind::reference) {
+        auto held = co_await ns.chunk_bytes(r.c.ctx, frame->digest);
+        if (!held || held->size() != frame->length) {
+          missing.push_back(wire::to_hex(frame->digest));
+          offset += frame->length;
+          continue;
+        }
+        referenced = std::move(*held);
+        bytes = &referenced;
+      }
+      if (missing.empty()) {
+        auto w = co_await ns.write(r.c.ctx, h, offset, std::as_bytes(std::span(bytes->data(), bytes->size())));
+        if (!w) {
+          failure = rest::from_ns(w.error(), place->display);
+          break;
+        }
+      }
+      offset += frame->length;
+    }
+    if (error) failure = rest::ApiError(400, "bad_frame", std::string(wire::message(*error)));
+    if (failure) break;
+  }
+  if (!failure && !reader.empty()) failure = rest::ApiError(400, "bad_frame", "the commit body ends inside a chunk frame");
+  r.c.content_bytes = offset;
+  r.hub.wire_in->inc(r.wire_bytes);
+  if (failure || !missing.empty()) {
+    co_await ns.release(r.c.ctx, h);
+    if (failure) co_return failure;
+    nlohmann::json out{{"error", {{"code", "missing_chunks"},
+                                  {"message", "the hub does not hold every chunk the commit refers to; send them as data"},
+                                  {"request_id", r.c.request_id}}},
+                       {"missing", std::move(missing)}};
+    r.result = "missing_chunks";
+    co_await r.c.send_json(422, out);
+    co_return std::nullopt;
+  }
+  auto committed = co_await ns.commit_if(r.c.ctx, h, *base_ino, *base_version);
+  co_await ns.release(r.c.ctx, h);
+  if (!committed) {
+    if (committed.error() != ns::make_error_code(ns::Errc::conflict))
+      co_return rest::from_ns(committed.error(), place->display);
+    // The spoke keeps its data under a conflict name; it learns what won.
+    nlohmann::json out{{"error", {{"code", "conflict"},
+                                  {"message", place->display + " changed since version " +
+                                                  std::to_string(*base_version) + " of inode " +
+                                                  std::to_string(*base_ino)},
+                                  {"request_id", r.c.request_id}}}};
+    auto now = co_await ns.lookup(r.c.ctx, place->parent, place->leaf);
+    if (now) out["current"] = file_attr(*now);
+    r.result = "conflict";
+    co_await r.c.send_json(409, out);
+    co_return std::nullopt;
+  }
+  r.hub.logical_in->inc(offset);
+  const nlohmann::json out = attr_reply(*committed, ns.last_change());
+  co_await r.c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+}  // namespace weft::hub

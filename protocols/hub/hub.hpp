@@ -1,0 +1,85 @@
+// The hub server's internals, shared by its translation units: server.cpp
+// (routing, authentication, audit), metadata.cpp, data.cpp (chunks and
+// commits) and feed.cpp (the change feed).
+#pragma once
+
+#include "protocols/hub/residency.hpp"
+
+#include "gateway/hub_wire/wire.hpp"
+#include "protocols/rest/api.hpp"
+#include "protocols/rest/places.hpp"
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+namespace weft::metrics {
+class Counter;
+class Histogram;
+}
+
+namespace weft::hub {
+
+struct CallMetrics {
+  metrics::Counter* requests = nullptr;
+  metrics::Counter* errors = nullptr;
+  metrics::Histogram* latency = nullptr;
+};
+
+struct Hub {
+  explicit Hub(Residency r) : residency(std::move(r)) {}
+  Residency residency;
+  std::vector<CallMetrics> calls;  // one per route, in route order, then "unmatched"
+  metrics::Counter* wire_out = nullptr;     // chunk bytes sent, as on the wire
+  metrics::Counter* logical_out = nullptr;  // the same chunks uncompressed
+  metrics::Counter* wire_in = nullptr;      // commit bodies received
+  metrics::Counter* logical_in = nullptr;
+  metrics::Counter* denials = nullptr;
+};
+
+// One hub request as its handler sees it.
+struct Request {
+  Request(Hub& h, rest::Service& s_, rest::Call& c_) : hub(h), s(s_), c(c_) {}
+  Hub& hub;
+  rest::Service& s;
+  rest::Call& c;
+  std::string region;           // the spoke's (Weft-Region header)
+  std::uint64_t wire_bytes = 0;  // what crossed the wire, for the audit record
+  // The audit result of a refusal the handler answered itself (with more
+  // than an error body: a conflict names the current version).
+  std::string result;
+};
+
+using Reply = boost::asio::awaitable<rest::Outcome>;
+
+// A path parameter ("export/a/b"): split and checked, refused (403
+// residency_denied) when the spoke's region may not have it.
+rest::Expected<std::vector<std::string>> path_param(Request& r, std::string_view name);
+// Where a path leads: the place, bound to its export in r.c.ctx.
+boost::asio::awaitable<rest::Expected<rest::Place>> locate(Request& r, const std::vector<std::string>& path);
+wire::FileAttr file_attr(const ns::Attr& a);
+// The response every change answers with: the attributes and the change
+// log position they are current at.
+nlohmann::json attr_reply(const ns::Attr& a, std::uint64_t last_change);
+
+// metadata.cpp
+Reply info(Request& r);
+Reply attr(Request& r);
+Reply list(Request& r);
+Reply manifest(Request& r);
+Reply mkdir(Request& r);
+Reply create(Request& r);
+Reply remove(Request& r);
+Reply rmdir(Request& r);
+Reply rename(Request& r);
+Reply setattr(Request& r);
+Reply symlink(Request& r);
+Reply readlink(Request& r);
+// data.cpp
+Reply have(Request& r);
+Reply chunks(Request& r);
+Reply commit(Request& r);
+// feed.cpp
+Reply feed(Request& r);
+
+}  // namespace weft::hub

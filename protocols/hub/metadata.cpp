@@ -1,0 +1,245 @@
+// Metadata calls: what a spoke looks up (attributes, listings, manifests)
+// and the namespace changes it asks the hub to decide. Every answer carries
+// the change-log position it is current at, so a spoke knows from which
+// point of the change feed its cached copy must be invalidated.
+#include "protocols/hub/hub.hpp"
+
+namespace weft::hub {
+
+namespace {
+
+constexpr std::uint64_t kMaxListing = 10000;
+constexpr std::uint64_t kMax64 = std::numeric_limits<std::uint64_t>::max();
+
+// The place a path names, with the directory that holds it (refused for an
+// export root, which no call here may create, remove or rename).
+boost::asio::awaitable<rest::Expected<rest::Place>> entry_place(Request& r, std::string_view param) {
+  auto path = path_param(r, param);
+  if (!path) co_return path.error();
+  auto place = co_await locate(r, *path);
+  if (!place) co_return place.error();
+  if (place->parent == 0)
+    co_return rest::ApiError(409, "export_root", place->display + " is an export root");
+  co_return place;
+}
+
+rest::Expected<std::optional<std::uint64_t>> optional_uint(Request& r, std::string_view name,
+                                                           std::uint64_t max) {
+  if (!r.c.query(name)) return std::optional<std::uint64_t>();
+  auto v = rest::uint_param(r.c.target, name, 0, 0, max);
+  if (!v) return v.error();
+  return std::optional<std::uint64_t>(*v);
+}
+
+boost::asio::awaitable<rest::Outcome> send_attr(Request& r, const ns::Attr& a) {
+  const nlohmann::json out = attr_reply(a, r.s.ns.last_change());
+  co_await r.c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+}  // namespace
+
+Reply info(Request& r) {
+  nlohmann::json out{{"region", r.s.config.region},
+                     {"version", r.s.config.version},
+                     {"last_change", r.s.ns.last_change()},
+                     {"max_chunk", wire::kMaxChunk}};
+  co_await r.c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+Reply attr(Request& r) {
+  auto path = path_param(r, "path");
+  if (!path) co_return path.error();
+  auto ino = optional_uint(r, "ino", kMax64);
+  if (!ino) co_return ino.error();
+  // Read before the lookup: every change after it may be missing from the answer.
+  const std::uint64_t seq = r.s.ns.last_change();
+  auto place = co_await locate(r, *path);
+  if (!place) co_return place.error();
+  auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
+  if (!a) co_return a.error();
+  if (*ino && **ino != a->ino)
+    co_return rest::ApiError(409, "stale", place->display + " is no longer inode " + std::to_string(**ino));
+  const nlohmann::json out = attr_reply(*a, seq);
+  co_await r.c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+Reply list(Request& r) {
+  auto path = path_param(r, "path");
+  if (!path) co_return path.error();
+  auto cookie = rest::uint_param(r.c.target, "cookie", 0, 0, kMax64);
+  if (!cookie) co_return cookie.error();
+  auto limit = rest::uint_param(r.c.target, "limit", 1000, 1, kMaxListing);
+  if (!limit) co_return limit.error();
+  const std::uint64_t seq = r.s.ns.last_change();
+  auto place = co_await locate(r, *path);
+  if (!place) co_return place.error();
+  auto dir = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
+  if (!dir) co_return dir.error();
+  auto page = co_await r.s.ns.readdir(r.c.ctx, dir->ino, *cookie, static_cast<std::size_t>(*limit), true);
+  if (!page) co_return rest::from_ns(page.error(), place->display);
+  nlohmann::json entries = nlohmann::json::array();
+  std::uint64_t next = *cookie;
+  for (const auto& e : page->entries) {
+    next = e.cookie;
+    // Names under a restricted prefix are its metadata: left out, not refused.
+    if (!e.attr || !r.hub.residency.allows(place->display + "/" + e.name, r.region)) continue;
+    entries.push_back({{"name", e.name}, {"attr", file_attr(*e.attr)}});
+  }
+  nlohmann::json out{{"entries", std::move(entries)}, {"cookie", next}, {"eof", page->eof},
+                     {"last_change", seq}};
+  co_await r.c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+Reply manifest(Request& r) {
+  auto path = path_param(r, "path");
+  if (!path) co_return path.error();
+  auto version = rest::uint_param(r.c.target, "version", 0, 0, kMax64);
+  if (!version) co_return version.error();
+  const std::uint64_t seq = r.s.ns.last_change();
+  auto place = co_await locate(r, *path);
+  if (!place) co_return place.error();
+  auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
+  if (!a) co_return a.error();
+  if (a->type != ns::FileType::regular)
+    co_return rest::ApiError(409, "not_a_file", place->display + " is not a regular file");
+  wire::Manifest m;
+  m.ino = a->ino;
+  m.version = *version ? *version : a->version;
+  if (m.version != 0) {
+    auto versions = co_await r.s.ns.versions(r.c.ctx, a->ino);
+    if (!versions) co_return rest::from_ns(versions.error(), place->display);
+    auto it = std::find_if(versions->begin(), versions->end(),
+                           [&](const ns::VersionInfo& v) { return v.version == m.version; });
+    if (it == versions->end())
+      co_return rest::not_found(place->display + " has no version " + std::to_string(m.version));
+    m.size = it->size;
+    m.id = it->id;
+    auto chunks = co_await r.s.ns.chunks(r.c.ctx, a->ino, m.version);
+    if (!chunks) co_return rest::from_ns(chunks.error(), place->display);
+    m.chunks.reserve(chunks->size());
+    for (const auto& c : *chunks) m.chunks.push_back({c.offset, c.length, c.sha256});
+  }
+  nlohmann::json out = m;
+  out["attr"] = file_attr(*a);
+  out["last_change"] = seq;
+  co_await r.c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+Reply mkdir(Request& r) {
+  auto place = co_await entry_place(r, "path");
+  if (!place) co_return place.error();
+  auto mode = rest::uint_param(r.c.target, "mode", 0755, 0, 07777);
+  if (!mode) co_return mode.error();
+  auto a = co_await r.s.ns.mkdir(r.c.ctx, place->parent, place->leaf, static_cast<std::uint32_t>(*mode));
+  if (!a) co_return rest::from_ns(a.error(), place->display);
+  co_return co_await send_attr(r, *a);
+}
+
+Reply create(Request& r) {
+  auto place = co_await entry_place(r, "path");
+  if (!place) co_return place.error();
+  auto mode = rest::uint_param(r.c.target, "mode", 0644, 0, 07777);
+  if (!mode) co_return mode.error();
+  auto exclusive = rest::bool_param(r.c.target, "exclusive", true);
+  if (!exclusive) co_return exclusive.error();
+  auto a = co_await r.s.ns.create(r.c.ctx, place->parent, place->leaf, static_cast<std::uint32_t>(*mode),
+                                  *exclusive ? ns::CreateMode::exclusive : ns::CreateMode::unchecked);
+  if (!a) co_return rest::from_ns(a.error(), place->display);
+  co_return co_await send_attr(r, *a);
+}
+
+Reply remove(Request& r) {
+  auto place = co_await entry_place(r, "path");
+  if (!place) co_return place.error();
+  auto done = co_await r.s.ns.remove(r.c.ctx, place->parent, place->leaf);
+  if (!done) co_return rest::from_ns(done.error(), place->display);
+  const nlohmann::json out{{"last_change", r.s.ns.last_change()}};
+  co_await r.c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+Reply rmdir(Request& r) {
+  auto place = co_await entry_place(r, "path");
+  if (!place) co_return place.error();
+  auto done = co_await r.s.ns.rmdir(r.c.ctx, place->parent, place->leaf);
+  if (!done) co_return rest::from_ns(done.error(), place->display);
+  const nlohmann::json out{{"last_change", r.s.ns.last_change()}};
+  co_await r.c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+Reply rename(Request& r) {
+  auto from = co_await entry_place(r, "from");
+  if (!from) co_return from.error();
+  const std::string from_export = r.c.ctx.export_access.name;
+  auto to = co_await entry_place(r, "to");
+  if (!to) co_return to.error();
+  if (r.c.ctx.export_access.name != from_export)
+    co_return rest::from_ns(ns::make_error_code(ns::Errc::cross_device), from->display + " -> " + to->display);
+  auto no_replace = rest::bool_param(r.c.target, "no_replace", false);
+  if (!no_replace) co_return no_replace.error();
+  auto done = co_await r.s.ns.rename(r.c.ctx, from->parent, from->leaf, to->parent, to->leaf, *no_replace);
+  if (!done) co_return rest::from_ns(done.error(), from->display + " -> " + to->display);
+  auto a = co_await r.s.ns.lookup(r.c.ctx, to->parent, to->leaf);
+  if (!a) co_return rest::from_ns(a.error(), to->display);
+  co_return co_await send_attr(r, *a);
+}
+
+Reply setattr(Request& r) {
+  auto path = path_param(r, "path");
+  if (!path) co_return path.error();
+  auto place = co_await locate(r, *path);
+  if (!place) co_return place.error();
+  auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
+  if (!a) co_return a.error();
+  ns::SetAttr changes;
+  auto mode = optional_uint(r, "mode", 07777);
+  auto uid = optional_uint(r, "uid", 0xffffffffu);
+  auto gid = optional_uint(r, "gid", 0xffffffffu);
+  auto size = optional_uint(r, "size", kMax64);
+  auto mtime = optional_uint(r, "mtime_ns", static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
+  auto atime = optional_uint(r, "atime_ns", static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
+  for (auto* v : {&mode, &uid, &gid, &size, &mtime, &atime})
+    if (!*v) co_return v->error();
+  if (*mode) changes.mode = static_cast<std::uint32_t>(**mode);
+  if (*uid) changes.uid = static_cast<std::uint32_t>(**uid);
+  if (*gid) changes.gid = static_cast<std::uint32_t>(**gid);
+  if (*size) changes.size = **size;
+  if (*mtime) changes.mtime_ns = static_cast<std::int64_t>(**mtime);
+  if (*atime) changes.atime_ns = static_cast<std::int64_t>(**atime);
+  auto done = co_await r.s.ns.setattr(r.c.ctx, a->ino, changes);
+  if (!done) co_return rest::from_ns(done.error(), place->display);
+  co_return co_await send_attr(r, *done);
+}
+
+Reply symlink(Request& r) {
+  auto place = co_await entry_place(r, "path");
+  if (!place) co_return place.error();
+  const std::string* target = r.c.query("target");
+  if (!target || target->empty()) co_return rest::bad_parameter("query parameter target (the link's content) is required");
+  auto a = co_await r.s.ns.symlink(r.c.ctx, place->parent, place->leaf, *target);
+  if (!a) co_return rest::from_ns(a.error(), place->display);
+  co_return co_await send_attr(r, *a);
+}
+
+Reply readlink(Request& r) {
+  auto path = path_param(r, "path");
+  if (!path) co_return path.error();
+  const std::uint64_t seq = r.s.ns.last_change();
+  auto place = co_await locate(r, *path);
+  if (!place) co_return place.error();
+  auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
+  if (!a) co_return a.error();
+  auto target = co_await r.s.ns.readlink(r.c.ctx, a->ino);
+  if (!target) co_return rest::from_ns(target.error(), place->display);
+  const nlohmann::json out{{"target", *target}, {"attr", file_attr(*a)}, {"last_change", seq}};
+  co_await r.c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+}  // namespace weft::hub

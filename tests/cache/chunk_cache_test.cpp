@@ -1,0 +1,181 @@
+#include "cache/chunk_cache.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <doctest/doctest.h>
+#include <openssl/sha.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "../backend/temp_dir.hpp"
+
+namespace asio = boost::asio;
+using namespace weft::cache;
+
+namespace {
+
+Digest digest_of(const std::string& s) {
+  Digest d;
+  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d.data());
+  return d;
+}
+
+std::string chunk(unsigned seed, std::size_t n = 1000) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("chunk cache: RAM within its budget, victims move to the SSD tier and come back verified") {
+  weft::test::TempDir dir;
+  ChunkCacheOptions o;
+  o.ram_bytes = 3000;
+  o.ssd_dir = dir / "chunks";
+  o.ssd_bytes = 5000;
+  auto cache = ChunkCache::open(o);
+  REQUIRE(cache.has_value());
+  auto& c = **cache;
+  for (unsigned i = 0; i < 8; ++i) REQUIRE(c.put(digest_of(chunk(i)), chunk(i)));
+  // A chunk that is not what its name says is refused.
+  CHECK_FALSE(c.put(digest_of(chunk(100)), chunk(101)));
+  // Stored once, however often put.
+  REQUIRE(c.put(digest_of(chunk(7)), chunk(7)));
+  auto s = c.stats();
+  CHECK(s.ram_bytes <= 3000);
+  CHECK(s.ram_chunks == 3);
+  CHECK(s.ssd_bytes <= 5000);
+  CHECK(s.ssd_chunks == 5);
+  CHECK(s.evictions == 0);
+  // The newest are in RAM, the next in SSD files.
+  auto hot = c.get(digest_of(chunk(7)));
+  REQUIRE(hot);
+  CHECK(*hot == chunk(7));
+  auto warm = c.get(digest_of(chunk(2)));
+  REQUIRE(warm);
+  CHECK(*warm == chunk(2));
+  s = c.stats();
+  CHECK(s.ram_hits == 1);
+  CHECK(s.ssd_hits == 1);
+  // One more pushes the oldest out of the last tier.
+  REQUIRE(c.put(digest_of(chunk(8)), chunk(8)));
+  REQUIRE(c.put(digest_of(chunk(9)), chunk(9)));
+  CHECK(c.stats().evictions >= 1);
+  CHECK_FALSE(c.get(digest_of(chunk(0))));
+
+  // Damaged SSD files are dropped, never returned: every SSD file is
+  // overwritten; what still comes back is from RAM and right.
+  int damaged = 0;
+  for (auto& f : std::filesystem::recursive_directory_iterator(o.ssd_dir)) {
+    if (!f.is_regular_file()) continue;
+    std::ofstream(f.path(), std::ios::binary | std::ios::trunc) << "garbage";
+    ++damaged;
+  }
+  REQUIRE(damaged == static_cast<int>(c.stats().ssd_chunks));
+  int returned = 0;
+  for (unsigned i = 0; i < 10; ++i) {
+    if (auto got = c.get(digest_of(chunk(i)))) {
+      CHECK(*got == chunk(i));
+      ++returned;
+    }
+  }
+  CHECK(returned == static_cast<int>(c.stats().ram_chunks));
+  CHECK(c.stats().corrupt >= 1);
+}
+
+TEST_CASE("chunk cache: the SSD tier survives a restart") {
+  weft::test::TempDir dir;
+  ChunkCacheOptions o;
+  o.ram_bytes = 1000;
+  o.ssd_dir = dir / "chunks";
+  o.ssd_bytes = 1 << 20;
+  {
+    auto c = ChunkCache::open(o);
+    REQUIRE(c.has_value());
+    for (unsigned i = 0; i < 5; ++i) REQUIRE((*c)->put(digest_of(chunk(i)), chunk(i)));
+  }
+  auto again = ChunkCache::open(o);
+  REQUIRE(again.has_value());
+  CHECK((*again)->stats().ssd_chunks == 4);  // the last one was only in RAM
+  auto got = (*again)->get(digest_of(chunk(0)));
+  REQUIRE(got);
+  CHECK(*got == chunk(0));
+}
+
+TEST_CASE("chunk cache: concurrent misses of one chunk run one fetch; errors and wrong bytes reach every waiter") {
+  auto cache = ChunkCache::open(ChunkCacheOptions{});
+  REQUIRE(cache.has_value());
+  auto& c = **cache;
+  asio::io_context io;
+  std::atomic<int> fetches{0};
+  const std::string content = chunk(42, 5000);
+  const Digest d = digest_of(content);
+  // A slow fetch: every caller arrives while it runs.
+  ChunkCache::Fetch slow = [&]() -> asio::awaitable<Result<std::string>> {
+    fetches++;
+    asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(50));
+    co_await t.async_wait(asio::use_awaitable);
+    co_return content;
+  };
+  int ok = 0;
+  for (int i = 0; i < 10; ++i) {
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+      auto r = co_await c.get_or_fetch(d, slow);
+      if (r && **r == content) ++ok;
+    }, asio::detached);
+  }
+  io.run();
+  CHECK(ok == 10);
+  CHECK(fetches == 1);
+  CHECK(c.stats().fetches == 1);
+  // Now cached: no fetch at all.
+  io.restart();
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    auto r = co_await c.get_or_fetch(d, slow);
+    CHECK(r.has_value());
+  }, asio::detached);
+  io.run();
+  CHECK(fetches == 1);
+
+  // A failed fetch fails every waiter, and the next miss fetches again.
+  const Digest other = digest_of("other");
+  int failed = 0;
+  ChunkCache::Fetch broken = [&]() -> asio::awaitable<Result<std::string>> {
+    fetches++;
+    asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(20));
+    co_await t.async_wait(asio::use_awaitable);
+    co_return std::make_error_code(std::errc::host_unreachable);
+  };
+  ChunkCache::Fetch liar = [&]() -> asio::awaitable<Result<std::string>> {
+    fetches++;
+    co_return std::string("not other");
+  };
+  io.restart();
+  for (int i = 0; i < 4; ++i) {
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+      auto r = co_await c.get_or_fetch(other, broken);
+      if (!r && r.error() == std::make_error_code(std::errc::host_unreachable)) ++failed;
+    }, asio::detached);
+  }
+  io.run();
+  CHECK(failed == 4);
+  CHECK(fetches == 2);
+  io.restart();
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    auto r = co_await c.get_or_fetch(other, liar);
+    CHECK_FALSE(r.has_value());
+    CHECK(r.error() == std::make_error_code(std::errc::bad_message));
+  }, asio::detached);
+  io.run();
+  CHECK(fetches == 3);
+  CHECK_FALSE(c.get(other));
+}

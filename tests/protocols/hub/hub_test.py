@@ -1,0 +1,409 @@
+#!/usr/bin/env python3
+"""The hub protocol server (backend/hub/PROTOCOL.md) against a real
+`weft serve`: metadata, chunks (zstd unless incompressible, SHA-256 named),
+commits with compare-and-swap, namespace changes, the WebSocket change feed
+with resume, residency refusals and their audit records, authentication.
+Drives it with python3-requests and python3-websocket (Debian) and an
+independent reading of the frame format (frames.py).
+
+    hub_test.py --weft PATH [unittest arguments]
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+import unittest
+
+import requests
+import websocket
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import frames  # noqa: E402
+from hubsite import Site  # noqa: E402
+
+WEFT = None
+
+
+class HubCase(unittest.TestCase):
+    region = "us-east-1"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.hub = Site(WEFT, residency=[("data/eu", ["eu-west-1"])])
+        cls.base = "http://%s/hub/v1/" % cls.hub.rest
+        cls.api = "http://%s/api/v1" % cls.hub.rest
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.hub.stop()
+        assert code == 0, "weft exited with %r" % code
+
+    def session(self, region=None):
+        s = requests.Session()
+        s.auth = self.hub.admin
+        s.headers["Weft-Region"] = region or self.region
+        self.addCleanup(s.close)
+        return s
+
+    def setUp(self):
+        self.s = self.session()
+        self.rest = requests.Session()
+        self.rest.auth = self.hub.admin
+        self.addCleanup(self.rest.close)
+
+    def put(self, path, body):
+        r = self.rest.put(self.api + "/files/" + path, data=body, params={"mkdirs": "true"})
+        self.assertIn(r.status_code, (200, 201), r.text)
+
+    def get(self, path):
+        r = self.rest.get(self.api + "/files/" + path)
+        self.assertEqual(r.status_code, 200, r.text)
+        return r.content
+
+    def call(self, method, name, status=200, **kw):
+        r = self.s.request(method, self.base + name, **kw)
+        self.assertEqual(r.status_code, status, r.text)
+        return r
+
+    def error(self, r, status, code):
+        self.assertEqual(r.status_code, status, r.text)
+        self.assertEqual(r.json()["error"]["code"], code, r.text)
+
+    def fetch(self, path, manifest, batch=16):
+        """The file's content, fetched chunk by chunk through `chunks`."""
+        out = bytearray()
+        codecs = set()
+        chunks = manifest["chunks"]
+        for i in range(0, len(chunks), batch):
+            part = chunks[i:i + batch]
+            body = b"".join(bytes.fromhex(c["sha256"]) for c in part)
+            r = self.call("POST", "chunks", params={"path": path, "version": manifest["version"]}, data=body)
+            self.assertEqual(r.headers["Content-Type"], "application/octet-stream")
+            got = frames.parse(r.content)
+            self.assertEqual([g[0].hex() for g in got], [c["sha256"] for c in part])
+            for _, _, codec, chunk in got:
+                codecs.add(codec)
+                out += chunk
+        return bytes(out), codecs
+
+
+class MetadataAndDataTest(HubCase):
+    def test_attr_list_manifest_and_chunks(self):
+        text = b"".join(b"line %08d of a very compressible text file\n" % i for i in range(40000))
+        noise = os.urandom(600 * 1024)
+        self.put("data/ds/text.txt", text)
+        self.put("data/ds/noise.bin", noise)
+
+        a = self.call("GET", "attr", params={"path": "data/ds/text.txt"}).json()
+        self.assertEqual(a["attr"]["type"], "file")
+        self.assertEqual(a["attr"]["size"], len(text))
+        self.assertGreaterEqual(a["attr"]["version"], 1)
+        self.assertGreater(a["last_change"], 0)
+        # The inode validates: another inode is stale.
+        self.call("GET", "attr", params={"path": "data/ds/text.txt", "ino": a["attr"]["ino"]})
+        self.error(self.s.get(self.base + "attr", params={"path": "data/ds/text.txt", "ino": 999999}), 409, "stale")
+        self.error(self.s.get(self.base + "attr", params={"path": "data/ds/none"}), 404, "not_found")
+
+        listing = self.call("GET", "list", params={"path": "data/ds"}).json()
+        self.assertTrue(listing["eof"])
+        self.assertEqual(sorted(e["name"] for e in listing["entries"]), ["noise.bin", "text.txt"])
+        # Paging with the cookie.
+        first = self.call("GET", "list", params={"path": "data/ds", "limit": 1}).json()
+        self.assertEqual(len(first["entries"]), 1)
+        rest = self.call("GET", "list", params={"path": "data/ds", "cookie": first["cookie"]}).json()
+        self.assertEqual(len(rest["entries"]), 1)
+        self.assertNotEqual(first["entries"][0]["name"], rest["entries"][0]["name"])
+
+        for path, content, codec in (("data/ds/text.txt", text, 1), ("data/ds/noise.bin", noise, 0)):
+            m = self.call("GET", "manifest", params={"path": path}).json()
+            self.assertEqual(m["size"], len(content))
+            self.assertEqual(sum(c["length"] for c in m["chunks"]), len(content))
+            got, codecs = self.fetch(path, m)
+            self.assertEqual(got, content)
+            self.assertEqual(codecs, {codec})  # text compressed, noise raw
+        # A digest of another version or file is refused.
+        bogus = hashlib.sha256(b"not in it").digest()
+        r = self.s.post(self.base + "chunks", params={"path": "data/ds/text.txt", "version": 1}, data=bogus)
+        self.error(r, 404, "not_found")
+        r = self.s.post(self.base + "chunks", params={"path": "data/ds/text.txt", "version": 1}, data=b"short")
+        self.error(r, 400, "bad_request")
+
+    def test_have(self):
+        content = os.urandom(300 * 1024)
+        self.put("data/have/f", content)
+        m = self.call("GET", "manifest", params={"path": "data/have/f"}).json()
+        unknown = hashlib.sha256(b"nobody has this").digest()
+        body = b"".join(bytes.fromhex(c["sha256"]) for c in m["chunks"]) + unknown
+        r = self.call("POST", "have", data=body).json()
+        self.assertEqual(r["missing"], [unknown.hex()])
+
+    def test_namespace_changes_are_decided_at_the_hub(self):
+        self.call("POST", "mkdir", params={"path": "data/tree"})
+        self.error(self.s.post(self.base + "mkdir", params={"path": "data/tree"}), 409, "already_exists")
+        made = self.call("POST", "create", params={"path": "data/tree/a", "mode": 0o600}).json()
+        self.assertEqual(made["attr"]["mode"], 0o600)
+        self.error(self.s.post(self.base + "create", params={"path": "data/tree/a"}), 409, "already_exists")
+        moved = self.call("POST", "rename", params={"from": "data/tree/a", "to": "data/tree/b"}).json()
+        self.assertEqual(moved["attr"]["ino"], made["attr"]["ino"])
+        st = self.rest.get(self.api + "/stat/data/tree/b")
+        self.assertEqual(st.status_code, 200, st.text)
+        self.assertEqual(self.rest.get(self.api + "/stat/data/tree/a").status_code, 404)
+        changed = self.call("POST", "setattr", params={"path": "data/tree/b", "mode": 0o640, "size": 10}).json()
+        self.assertEqual(changed["attr"]["mode"], 0o640)
+        self.assertEqual(changed["attr"]["size"], 10)
+        link = self.call("POST", "symlink", params={"path": "data/tree/l", "target": "b"}).json()
+        self.assertEqual(link["attr"]["type"], "symlink")
+        self.assertEqual(self.call("GET", "readlink", params={"path": "data/tree/l"}).json()["target"], "b")
+        self.error(self.s.get(self.base + "readlink", params={"path": "data/tree/b"}), 400, "invalid_argument")
+        self.call("POST", "remove", params={"path": "data/tree/l"})
+        self.call("POST", "remove", params={"path": "data/tree/b"})
+        self.error(self.s.post(self.base + "remove", params={"path": "data/tree/b"}), 404, "not_found")
+        self.call("POST", "rmdir", params={"path": "data/tree"})
+        self.error(self.s.post(self.base + "rmdir", params={"path": "data"}), 409, "export_root")
+
+
+class CommitTest(HubCase):
+    def commit(self, path, body, base_ino, base_version, status=200):
+        r = self.s.post(self.base + "commit", data=body,
+                        params={"path": path, "base_ino": base_ino, "base_version": base_version})
+        self.assertEqual(r.status_code, status, r.text)
+        return r.json()
+
+    def test_new_file_then_compare_and_swap(self):
+        self.call("POST", "mkdir", params={"path": "data/c"})
+        one = os.urandom(100 * 1024)
+        c1 = self.commit("data/c/f", frames.data_frame(one), 0, 0)
+        self.assertEqual(c1["attr"]["version"], 1)
+        self.assertEqual(self.get("data/c/f"), one)
+        # Two spokes start from version 1: the first wins, the second is told
+        # what won and the hub keeps the winner's content.
+        ino = c1["attr"]["ino"]
+        win = b"w" * 70000
+        c2 = self.commit("data/c/f", frames.data_frame(win, codec=1), ino, 1)
+        self.assertEqual(c2["attr"]["version"], 2)
+        lose = self.commit("data/c/f", frames.data_frame(b"late"), ino, 1, status=409)
+        self.assertEqual(lose["error"]["code"], "conflict")
+        self.assertEqual(lose["current"]["version"], 2)
+        self.assertEqual(self.get("data/c/f"), win)
+        # A new name expected, but it exists.
+        self.assertEqual(self.commit("data/c/f", frames.data_frame(b"x"), 0, 0, status=409)["error"]["code"],
+                         "conflict")
+
+    def test_references_send_only_what_the_hub_lacks(self):
+        base = os.urandom(400 * 1024)
+        self.put("data/r/base", base)
+        m = self.call("GET", "manifest", params={"path": "data/r/base"}).json()
+        extra = os.urandom(50 * 1024)
+        # The copy: every chunk of base by reference, one new chunk as data.
+        body = b"".join(frames.reference_frame(bytes.fromhex(c["sha256"]), c["length"]) for c in m["chunks"])
+        body += frames.data_frame(extra)
+        c = self.commit("data/r/copy", body, 0, 0)
+        self.assertEqual(c["attr"]["size"], len(base) + len(extra))
+        self.assertEqual(self.get("data/r/copy"), base + extra)
+        self.assertLess(len(body), 60 * 1024)
+        # A reference the hub cannot resolve: 422 names it, nothing is created.
+        unknown = hashlib.sha256(b"unknown chunk").digest()
+        r = self.commit("data/r/broken", frames.reference_frame(unknown, 13), 0, 0, status=422)
+        self.assertEqual(r["missing"], [unknown.hex()])
+        self.assertEqual(self.rest.get(self.api + "/stat/data/r/broken").status_code, 404)
+
+    def test_a_corrupted_frame_changes_nothing(self):
+        good = os.urandom(20000)
+        frame = bytearray(frames.data_frame(good))
+        frame[-1] ^= 1
+        r = self.s.post(self.base + "commit", data=bytes(frame),
+                        params={"path": "data/corrupt", "base_ino": 0, "base_version": 0})
+        self.error(r, 400, "bad_frame")
+        truncated = frames.data_frame(good)[:-5]
+        r = self.s.post(self.base + "commit", data=truncated,
+                        params={"path": "data/corrupt", "base_ino": 0, "base_version": 0})
+        self.error(r, 400, "bad_frame")
+        self.assertEqual(self.rest.get(self.api + "/stat/data/corrupt").status_code, 404)
+
+
+class FeedTest(HubCase):
+    def connect(self, after):
+        ws = websocket.create_connection(
+            "ws://%s/hub/v1/feed?after=%d" % (self.hub.rest, after), timeout=15,
+            header=["Weft-Region: " + self.region,
+                    "Authorization: " + requests.auth._basic_auth_str(*self.hub.admin)])
+        self.addCleanup(ws.close)
+        return ws
+
+    def until(self, ws, predicate, seconds=10):
+        """Messages until one satisfies predicate; all changes seen meanwhile."""
+        seen = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            msg = json.loads(ws.recv())
+            seen += msg.get("changes", [])
+            if predicate(msg, seen):
+                return msg, seen
+        self.fail("no such message within %d s; seen %r" % (seconds, seen))
+
+    def test_changes_stream_and_resume_without_loss(self):
+        start = self.call("GET", "info").json()["last_change"]
+        ws = self.connect(start)
+        made = self.call("POST", "mkdir", params={"path": "data/feed"}).json()
+        msg, seen = self.until(ws, lambda m, s: any(c["op"] == "mkdir" and c["ino"] == made["attr"]["ino"] for c in s))
+        self.assertTrue(all("name" not in c for c in seen))  # invalidations carry no names
+        seqs = [c["seq"] for c in seen]
+        self.assertEqual(seqs, sorted(seqs))
+        self.assertEqual(seqs[0], start + 1)
+        last = msg["last"]
+        ws.close()
+        # Changes while disconnected arrive after resuming from the cursor.
+        for i in range(5):
+            self.call("POST", "create", params={"path": "data/feed/f%d" % i})
+        self.call("POST", "rename", params={"from": "data/feed/f0", "to": "data/feed/g0"})
+        target = self.call("GET", "info").json()["last_change"]
+        ws = self.connect(last)
+        msg, seen = self.until(ws, lambda m, s: m["last"] >= target)
+        self.assertEqual([c["seq"] for c in seen], list(range(last + 1, target + 1)))
+        self.assertEqual([c["op"] for c in seen].count("create"), 5)
+        self.assertIn("rename", [c["op"] for c in seen])
+
+    def test_heartbeat_and_bad_cursors(self):
+        last = self.call("GET", "info").json()["last_change"]
+        ws = self.connect(last)
+        msg = json.loads(ws.recv())  # nothing changes: a heartbeat within 5 s
+        self.assertNotIn("changes", msg)
+        self.assertGreaterEqual(msg["last"], last)
+        self.error(self.s.get(self.base + "feed", params={"after": last + 1000}), 409, "cursor_ahead")
+        self.error(self.s.get(self.base + "feed", params={"after": last}), 400, "websocket_required")
+
+
+class ResidencyAndAuthTest(HubCase):
+    def audit(self, **params):
+        r = self.rest.get(self.api + "/audit", params={"limit": 1000, "protocol": "hub", **params})
+        self.assertEqual(r.status_code, 200, r.text)
+        return r.json()["records"]
+
+    def test_a_restricted_path_stays_at_the_hub(self):
+        secret = os.urandom(100 * 1024)
+        self.put("data/eu/secret.bin", secret)
+        self.put("data/open/public.txt", b"for everyone")
+        m_eu = self.session("eu-west-1").get(self.base + "manifest", params={"path": "data/eu/secret.bin"})
+        self.assertEqual(m_eu.status_code, 200, m_eu.text)
+        for name, params in (("attr", {"path": "data/eu/secret.bin"}),
+                             ("manifest", {"path": "data/eu/secret.bin"}),
+                             ("list", {"path": "data/eu"})):
+            self.error(self.s.get(self.base + name, params=params), 403, "residency_denied")
+        body = b"".join(bytes.fromhex(c["sha256"]) for c in m_eu.json()["chunks"])
+        r = self.s.post(self.base + "chunks", params={"path": "data/eu/secret.bin", "version": 1}, data=body)
+        self.error(r, 403, "residency_denied")
+        self.assertNotIn(secret[:64], r.content)
+        self.error(self.s.post(self.base + "rename", params={"from": "data/open/public.txt", "to": "data/eu/x"}),
+                   403, "residency_denied")
+        # The listing of the parent leaves the restricted name out.
+        names = [e["name"] for e in self.call("GET", "list", params={"path": "data"}).json()["entries"]]
+        self.assertIn("open", names)
+        self.assertNotIn("eu", names)
+        eu_names = [e["name"] for e in self.session("eu-west-1").get(self.base + "list", params={"path": "data"}).json()["entries"]]
+        self.assertIn("eu", eu_names)
+        # Audited: the refusals with the spoke's region, the transfer with its bytes.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            denied = [r for r in self.audit(path="data/eu/secret.bin") if r["result"] == "residency_denied"]
+            if len(denied) >= 3:
+                break
+            time.sleep(0.1)
+        self.assertGreaterEqual(len(denied), 3)
+        self.assertTrue(all(r["region"] == "us-east-1" for r in denied))
+        self.assertIn("hub.chunks", [r["op"] for r in denied])
+        got, _ = self.fetch_as("eu-west-1", "data/eu/secret.bin", m_eu.json())
+        self.assertEqual(got, secret)
+        time.sleep(0.5)
+        sent = [r for r in self.audit(path="data/eu/secret.bin") if r["op"] == "hub.chunks" and r["result"] == "ok"]
+        self.assertEqual(sum(r["bytes"] for r in sent), len(secret))
+        self.assertGreaterEqual(sum(r["wire_bytes"] for r in sent), len(secret))
+        self.assertTrue(all(r["region"] == "eu-west-1" for r in sent))
+
+    def fetch_as(self, region, path, manifest):
+        s = self.session(region)
+        body = b"".join(bytes.fromhex(c["sha256"]) for c in manifest["chunks"])
+        r = s.post(self.base + "chunks", params={"path": path, "version": manifest["version"]}, data=body)
+        self.assertEqual(r.status_code, 200, r.text)
+        return b"".join(g[3] for g in frames.parse(r.content)), None
+
+    def test_authentication_and_region_are_required(self):
+        r = requests.get(self.base + "info", headers={"Weft-Region": "x"})
+        self.error(r, 401, "unauthenticated")
+        r = requests.get(self.base + "info", auth=("admin", "wrong"), headers={"Weft-Region": "x"})
+        self.assertEqual(r.status_code, 401)
+        r = requests.get(self.base + "info", auth=self.hub.admin)
+        self.error(r, 400, "bad_request")
+        self.error(self.s.get(self.base + "nothing"), 404, "no_route")
+        self.error(self.s.post(self.base + "info"), 405, "method_not_allowed")
+        # A token works as well as the password.
+        t = self.rest.post(self.api + "/tokens", json={"user": self.hub.admin[0], "name": "spoke"})
+        self.assertEqual(t.status_code, 201, t.text)
+        r = requests.get(self.base + "info", headers={"Weft-Region": "x",
+                                                     "Authorization": "Bearer " + t.json()["secret"]})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(r.json()["region"], "us-east-1")
+        metrics = requests.get("http://%s/metrics" % self.hub.rest).text
+        self.assertIn('weft_hub_requests_total{call="info"}', metrics)
+        self.assertIn('weft_hub_errors_total{call="unmatched"}', metrics)
+
+
+class WanTest(HubCase):
+    def test_through_the_emulator_a_cut_never_yields_wrong_bytes(self):
+        content = os.urandom(2 << 20)
+        self.put("data/wan/big", content)
+        e = self.hub.emulator("--rtt-ms", "40", "--rate", str(8 << 20))
+        base = "http://%s/hub/v1/" % e.address
+        m = self.s.get(base + "manifest", params={"path": "data/wan/big"})
+        self.assertEqual(m.status_code, 200, m.text)
+        m = m.json()
+        body = b"".join(bytes.fromhex(c["sha256"]) for c in m["chunks"])
+        t = time.monotonic()
+        r = self.s.post(base + "chunks", params={"path": "data/wan/big", "version": m["version"]}, data=body)
+        took = time.monotonic() - t
+        self.assertEqual(b"".join(g[3] for g in frames.parse(r.content)), content)
+        self.assertGreater(took, (2 << 20) / (8 << 20) * 0.8)  # the cap was real
+        # Cut after 1 MiB: the response fails as a whole or is complete and right.
+        e.command("cut_after %d" % (1 << 20))
+        try:
+            r = self.s.post(base + "chunks", params={"path": "data/wan/big", "version": m["version"]}, data=body)
+            self.assertEqual(b"".join(g[3] for g in frames.parse(r.content)), content)
+            self.fail("the cut did not happen")
+        except requests.exceptions.RequestException:
+            pass
+        self.assertEqual(e.command("stats")["cuts"], 1)
+
+
+class ShutdownTest(unittest.TestCase):
+    def test_sigterm_with_a_feed_open_closes_it_and_exits_0(self):
+        hub = Site(WEFT)
+        try:
+            ws = websocket.create_connection(
+                "ws://%s/hub/v1/feed?after=0" % hub.rest, timeout=15,
+                header=["Weft-Region: x", "Authorization: " + requests.auth._basic_auth_str(*hub.admin)])
+            json.loads(ws.recv())  # the changes of the first start, or a heartbeat
+            t = time.monotonic()
+            hub.proc.send_signal(__import__("signal").SIGTERM)
+            with self.assertRaises((websocket.WebSocketConnectionClosedException, ConnectionError, OSError)):
+                while True:  # changes still pending, then the close
+                    if not ws.recv():
+                        raise websocket.WebSocketConnectionClosedException()
+            self.assertEqual(hub.proc.wait(timeout=10), 0)
+            self.assertLess(time.monotonic() - t, 5)
+        finally:
+            hub.stop()
+
+
+def main():
+    global WEFT
+    p = argparse.ArgumentParser()
+    p.add_argument("--weft", required=True)
+    args, rest = p.parse_known_args()
+    WEFT = args.weft
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
