@@ -14,7 +14,9 @@
 //    ends short closes the connection, so the client never waits for bytes
 //    that will not come.
 //  - Errors are values: a failed read or write returns its error_code and
-//    marks the exchange broken; the connection closes after the handler.
+//    the connection closes after the handler. After a failed read the
+//    handler may still send a response (a timeout or a malformed body gets
+//    its error answer); after a failed write nothing more is sent.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>

@@ -6,13 +6,6 @@
 
 namespace weft::http {
 
-bool ascii_iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 const std::string* RequestHead::find(std::string_view name) const {
   for (const auto& h : headers)
     if (h.name == name) return &h.value;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "protocols/http/server.hpp"
+#include "protocols/http/uri.hpp"
 
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -19,7 +20,5 @@ using RequestParser = boost::beast::http::request_parser<boost::beast::http::buf
 void apply_limits(RequestParser& parser, const Options& options);
 // The head of a parsed request; `remote` is the client's "ip:port".
 RequestHead make_head(const RequestParser& parser, const std::string& remote);
-
-bool ascii_iequals(std::string_view a, std::string_view b);
 
 }  // namespace weft::http

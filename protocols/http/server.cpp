@@ -159,17 +159,20 @@ class ExchangeImpl final : public Exchange {
   void close_after() override { close_ = true; }
 
   // The connection may serve another request after this one.
-  bool reusable() const { return !broken_ && !close_ && sent_ == expected_ && will_keep_; }
+  bool reusable() const { return !broken_ && !read_failed_ && !close_ && sent_ == expected_ && will_keep_; }
 
   asio::awaitable<Result<std::size_t>> read_body(std::span<std::byte> out) override {
-    if (broken_) co_return error_code(asio::error::broken_pipe);
+    if (broken_ || read_failed_) co_return error_code(asio::error::broken_pipe);
     if (body_done_ || out.empty()) co_return std::size_t{0};
     if (head_.expect_continue && !continue_sent_ && !head_sent_) {
       continue_sent_ = true;
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       s_.stream.expires_after(s_.server->options.write_timeout);
       auto [ec, n] = co_await asio::async_write(s_.stream, asio::buffer(kContinue), kUse);
-      if (ec) co_return fail(ec);
+      if (ec) {
+        broken_ = true;
+        co_return ec;
+      }
     }
     if (!head_.chunked) co_return co_await read_plain(out);
     for (;;) {
@@ -210,9 +213,11 @@ class ExchangeImpl final : public Exchange {
   }
 
  private:
-  // Beast's errors in the terms exchange.hpp promises.
+  // Beast's errors in the terms exchange.hpp promises. The connection is
+  // closed after this request, but the handler may still answer it (S3
+  // sends RequestTimeout when a body stalls).
   Result<std::size_t> fail(error_code ec) {
-    broken_ = true;
+    read_failed_ = true;
     if (ec == beast::error::timeout) return error_code(asio::error::timed_out);
     if (ec == bhttp::error::body_limit) return error_code(asio::error::message_size);
     if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
@@ -283,7 +288,8 @@ class ExchangeImpl final : public Exchange {
   bool body_done_ = false;
   bool continue_sent_ = false;
   bool head_sent_ = false;
-  bool broken_ = false;
+  bool broken_ = false;       // a write failed: nothing more can be sent
+  bool read_failed_ = false;  // a body read failed: no more reads, no reuse
   bool close_ = false;
   bool will_keep_ = false;
   std::string head_text_;
