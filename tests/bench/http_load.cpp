@@ -126,16 +126,17 @@ asio::awaitable<bool> exchange(tcp::socket& sock, beast::flat_buffer& buffer, co
   bhttp::response_parser<bhttp::buffer_body> parser;
   parser.body_limit(boost::none);
   co_await bhttp::async_read_header(sock, buffer, parser, asio::use_awaitable);
-  static thread_local std::vector<char> sink(256 * 1024);
+  std::vector<char> sink(256 * 1024);
   while (!parser.is_done()) {
     parser.get().body().data = sink.data();
     parser.get().body().size = sink.size();
-    auto [ec, n] = co_await bhttp::async_read(sock, buffer, parser, asio::as_tuple(asio::use_awaitable));
+    auto [ec, n] = co_await bhttp::async_read_some(sock, buffer, parser, asio::as_tuple(asio::use_awaitable));
     if (ec && ec != bhttp::error::need_buffer) throw boost::system::system_error(ec);
     received += sink.size() - parser.get().body().size;
   }
   unsigned status = parser.get().result_int();
-  co_return status >= 200 && status < 300;
+  auto length = parser.content_length();
+  co_return status >= 200 && status < 300 && (!length || received == *length);
 }
 
 std::string request_head(const char* method, const Url& u, std::uint64_t length) {
