@@ -109,9 +109,11 @@ void report(Stats& s, double seconds) {
               static_cast<unsigned long long>(s.bytes), seconds, pct(0.50), pct(0.99));
 }
 
-// One request on an open connection; the body is read and dropped.
-asio::awaitable<bool> exchange(tcp::socket& sock, beast::flat_buffer& buffer, const std::string& head,
-                               std::uint64_t body_bytes, std::uint64_t& received) {
+// One request on an open connection; the body is read into `sink` and
+// dropped (the connection's own buffer: a thread_local one would be shared
+// by coroutines that resume on another thread).
+asio::awaitable<bool> exchange(tcp::socket& sock, beast::flat_buffer& buffer, std::vector<char>& sink,
+                               const std::string& head, std::uint64_t body_bytes, std::uint64_t& received) {
   co_await asio::async_write(sock, asio::buffer(head), asio::use_awaitable);
   if (body_bytes) {
     std::vector<char> block(1 << 20);
@@ -126,7 +128,6 @@ asio::awaitable<bool> exchange(tcp::socket& sock, beast::flat_buffer& buffer, co
   bhttp::response_parser<bhttp::buffer_body> parser;
   parser.body_limit(boost::none);
   co_await bhttp::async_read_header(sock, buffer, parser, asio::use_awaitable);
-  std::vector<char> sink(256 * 1024);
   while (!parser.is_done()) {
     parser.get().body().data = sink.data();
     parser.get().body().size = sink.size();
@@ -160,6 +161,7 @@ asio::awaitable<void> connection(std::vector<Url> urls, std::size_t first, Clock
     co_return;
   }
   beast::flat_buffer buffer;
+  std::vector<char> sink(256 * 1024);
   for (std::size_t i = first;; ++i) {
     const Url& u = urls[i % urls.size()];
     const std::string head = request_head(put_bytes ? "PUT" : "GET", u, put_bytes);
@@ -167,7 +169,7 @@ asio::awaitable<void> connection(std::vector<Url> urls, std::size_t first, Clock
     std::uint64_t received = 0;
     bool ok = false;
     try {
-      ok = co_await exchange(sock, buffer, head, put_bytes, received);
+      ok = co_await exchange(sock, buffer, sink, head, put_bytes, received);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "request: %s\n", e.what());
       stats.add(0, received, false);
