@@ -15,8 +15,9 @@
 //    that will not come.
 //  - Errors are values: a failed read or write returns its error_code and
 //    the connection closes after the handler. After a failed read the
-//    handler may still send a response (a timeout or a malformed body gets
-//    its error answer); after a failed write nothing more is sent.
+//    handler may still send a response (a malformed chunked coding or a
+//    body over the limit gets its error answer; a read timeout has closed
+//    the socket already); after a failed write nothing more is sent.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>

@@ -214,8 +214,8 @@ class ExchangeImpl final : public Exchange {
 
  private:
   // Beast's errors in the terms exchange.hpp promises. The connection is
-  // closed after this request, but the handler may still answer it (S3
-  // sends RequestTimeout when a body stalls).
+  // closed after this request, but the handler may still answer it (a
+  // malformed chunked coding gets its 400; a timeout has closed the socket).
   Result<std::size_t> fail(error_code ec) {
     read_failed_ = true;
     if (ec == beast::error::timeout) return error_code(asio::error::timed_out);

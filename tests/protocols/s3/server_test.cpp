@@ -345,6 +345,30 @@ TEST_CASE("stale multipart uploads are aborted, fresh ones kept") {
   CHECK(uploads.remove_stale(now_ns - 7 * day_ns) == 0);
 }
 
+TEST_CASE("a malformed chunked body is answered with an error; nothing is stored") {
+  Gateway g;
+  auto c = g.client(g.add_user("alice"));
+  REQUIRE(c.put("/bkt", "").status == 200);
+  REQUIRE(c.put("/bkt/obj", "version one").status == 200);
+  ClientRequest req{"PUT", "/bkt/obj", "", {{"transfer-encoding", "chunked"}}, {}, std::string(s3::sigv4::kUnsignedPayload)};
+  c.sign(req);
+  asio::io_context io;
+  asio::ip::tcp::socket s(io);
+  s.connect({asio::ip::make_address("127.0.0.1"), g.port()});
+  std::string head = "PUT /bkt/obj HTTP/1.1\r\n";
+  for (const auto& h : req.headers) head += h.name + ": " + h.value + "\r\n";
+  head += "\r\n5\r\nhello\r\nzz-not-a-size\r\n";
+  asio::write(s, asio::buffer(head));
+  char buf[4096];
+  boost::system::error_code ec;
+  std::string answer;
+  while (!ec) answer.append(buf, s.read_some(asio::buffer(buf), ec));
+  CHECK(answer.starts_with("HTTP/1.1 400"));
+  CHECK(answer.find("<Code>InvalidRequest</Code>") != std::string::npos);
+  CHECK(answer.find("Connection: close") != std::string::npos);
+  CHECK(c.get("/bkt/obj").body == "version one");
+}
+
 TEST_CASE("idle connections do not keep others from being served") {
   Gateway g;
   auto c = g.client(g.add_user("alice"));
