@@ -14,7 +14,10 @@
 //    ends short closes the connection, so the client never waits for bytes
 //    that will not come.
 //  - Errors are values: a failed read or write returns its error_code and
-//    marks the exchange broken; the connection closes after the handler.
+//    the connection closes after the handler. After a failed read the
+//    handler may still send a response (a malformed chunked coding or a
+//    body over the limit gets its error answer; a read timeout has closed
+//    the socket already); after a failed write nothing more is sent.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>

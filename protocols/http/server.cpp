@@ -1,5 +1,7 @@
 #include "protocols/http/server.hpp"
 
+#include "protocols/http/request_parser.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -11,9 +13,7 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/status.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
@@ -39,14 +39,6 @@ using boost::system::error_code;
 namespace {
 
 constexpr auto kUse = asio::as_tuple(asio::use_awaitable);
-using Parser = bhttp::request_parser<bhttp::buffer_body>;
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 // The Date header, formatted at most once a second per thread.
 const std::string& http_date() {
@@ -95,12 +87,6 @@ bool is_parse_error(const error_code& ec) {
 }
 
 }  // namespace
-
-const std::string* RequestHead::find(std::string_view name) const {
-  for (const auto& h : headers)
-    if (h.name == name) return &h.value;
-  return nullptr;
-}
 
 struct Session;
 
@@ -209,7 +195,7 @@ class WebSocketImpl final : public WebSocket {
 
 class ExchangeImpl final : public Exchange {
  public:
-  ExchangeImpl(Session& s, Parser& parser, RequestHead head, bool last)
+  ExchangeImpl(Session& s, RequestParser& parser, RequestHead head, bool last)
       : s_(s), parser_(parser), head_(std::move(head)), last_(last) {
     remaining_ = head_.content_length.value_or(0);
     body_done_ = head_.chunked ? parser_.is_done() : remaining_ == 0;
@@ -221,17 +207,20 @@ class ExchangeImpl final : public Exchange {
   void close_after() override { close_ = true; }
 
   // The connection may serve another request after this one.
-  bool reusable() const { return !broken_ && !close_ && sent_ == expected_ && will_keep_; }
+  bool reusable() const { return !broken_ && !read_failed_ && !close_ && sent_ == expected_ && will_keep_; }
 
   asio::awaitable<Result<std::size_t>> read_body(std::span<std::byte> out) override {
-    if (broken_) co_return error_code(asio::error::broken_pipe);
+    if (broken_ || read_failed_) co_return error_code(asio::error::broken_pipe);
     if (body_done_ || out.empty()) co_return std::size_t{0};
     if (head_.expect_continue && !continue_sent_ && !head_sent_) {
       continue_sent_ = true;
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       s_.stream.expires_after(s_.server->options.write_timeout);
       auto [ec, n] = co_await asio::async_write(s_.stream, asio::buffer(kContinue), kUse);
-      if (ec) co_return fail(ec);
+      if (ec) {
+        broken_ = true;
+        co_return ec;
+      }
     }
     if (!head_.chunked) co_return co_await read_plain(out);
     for (;;) {
@@ -283,9 +272,11 @@ class ExchangeImpl final : public Exchange {
   }
 
  private:
-  // Beast's errors in the terms exchange.hpp promises.
+  // Beast's errors in the terms exchange.hpp promises. The connection is
+  // closed after this request, but the handler may still answer it (a
+  // malformed chunked coding gets its 400; a timeout has closed the socket).
   Result<std::size_t> fail(error_code ec) {
-    broken_ = true;
+    read_failed_ = true;
     if (ec == beast::error::timeout) return error_code(asio::error::timed_out);
     if (ec == bhttp::error::body_limit) return error_code(asio::error::message_size);
     if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
@@ -328,11 +319,11 @@ class ExchangeImpl final : public Exchange {
 
   bool keep_alive_off() const {
     const std::string* c = head_.find("connection");
-    return c && iequals(*c, "close");
+    return c && ascii_iequals(*c, "close");
   }
   bool keep_alive_on() const {
     const std::string* c = head_.find("connection");
-    return c && iequals(*c, "keep-alive");
+    return c && ascii_iequals(*c, "keep-alive");
   }
 
   template <class Buffers>
@@ -348,7 +339,7 @@ class ExchangeImpl final : public Exchange {
   }
 
   Session& s_;
-  Parser& parser_;
+  RequestParser& parser_;
   RequestHead head_;
   bool last_;
   bool is_head_ = false;
@@ -356,32 +347,14 @@ class ExchangeImpl final : public Exchange {
   bool body_done_ = false;
   bool continue_sent_ = false;
   bool head_sent_ = false;
-  bool broken_ = false;
+  bool broken_ = false;       // a write failed: nothing more can be sent
+  bool read_failed_ = false;  // a body read failed: no more reads, no reuse
   bool close_ = false;
   bool will_keep_ = false;
   std::string head_text_;
   std::uint64_t expected_ = 0;  // body bytes the head announced
   std::uint64_t sent_ = 0;
 };
-
-RequestHead make_head(const Parser& parser, const std::string& remote) {
-  const auto& msg = parser.get();
-  RequestHead h;
-  h.method = std::string(msg.method_string());
-  h.target = std::string(msg.target());
-  h.version = msg.version();
-  h.headers.reserve(16);
-  for (const auto& f : msg) {
-    Header hd{std::string(f.name_string()), std::string(f.value())};
-    for (char& c : hd.name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    h.headers.push_back(std::move(hd));
-  }
-  if (auto n = parser.content_length()) h.content_length = *n;
-  h.chunked = parser.chunked();
-  if (const std::string* e = h.find("expect")) h.expect_continue = iequals(*e, "100-continue");
-  h.remote = remote;
-  return h;
-}
 
 }  // namespace
 
@@ -397,9 +370,8 @@ asio::awaitable<void> Session::run() {
   auto self = shared_from_this();
   const Options& opt = server->options;
   for (unsigned served = 0; served < opt.max_requests_per_connection && !stopping; ++served) {
-    Parser parser;
-    parser.header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(opt.header_limit, UINT32_MAX)));
-    parser.body_limit(opt.body_limit);
+    RequestParser parser;
+    apply_limits(parser, opt);
     busy = false;
     stream.expires_after(served == 0 ? opt.read_timeout : opt.idle_timeout);
     auto [ec, n] = co_await bhttp::async_read_header(stream, buffer, parser, kUse);

@@ -1,5 +1,8 @@
 #include "protocols/http/uri.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 namespace weft::http {
 
 namespace {
@@ -29,6 +32,13 @@ std::optional<std::string> percent_decode(std::string_view s, bool plus_is_space
     }
   }
   return out;
+}
+
+bool ascii_iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
 }
 
 }  // namespace weft::http

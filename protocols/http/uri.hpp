@@ -12,4 +12,7 @@ namespace weft::http {
 // SDKs send it): pass plus_is_space there.
 std::optional<std::string> percent_decode(std::string_view s, bool plus_is_space);
 
+// Case-insensitive equality of ASCII text (header values, host names).
+bool ascii_iequals(std::string_view a, std::string_view b);
+
 }  // namespace weft::http

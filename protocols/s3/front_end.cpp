@@ -3,13 +3,21 @@
 #include "gateway/audit/log.hpp"
 #include "gateway/metrics/metrics.hpp"
 #include "gateway/ns/namespace.hpp"
+#include "gateway/ns/offload.hpp"
 #include "protocols/http/server.hpp"
 #include "protocols/s3/auth.hpp"
 #include "protocols/s3/handlers.hpp"
 #include "protocols/s3/service.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <openssl/rand.h>
+#include <spdlog/spdlog.h>
 
 #include <array>
 #include <atomic>
@@ -50,6 +58,7 @@ constexpr std::array<Handler, kOps> kHandlers{
     head_object,
     delete_object,
     get_object_tagging,
+    get_object_attributes,
     put_object_tagging,
     delete_object_tagging,
     create_multipart_upload,
@@ -81,7 +90,8 @@ struct State {
   State(ns::Namespace& ns, audit::Log& log, std::string region, const Options& o,
         std::filesystem::path uploads, asio::thread_pool& pool)
       : service{ns, std::move(region), o.export_name, Uploads(std::move(uploads)), pool, o.min_part_size},
-        audit(log) {
+        audit(log),
+        base_domains(o.base_domains) {
     unsigned char seed[4];
     RAND_bytes(seed, sizeof seed);
     id_prefix = (std::uint64_t{seed[0]} << 24 | seed[1] << 16 | seed[2] << 8 | seed[3]) << 32;
@@ -89,6 +99,7 @@ struct State {
 
   Service service;
   audit::Log& audit;
+  const std::vector<std::string> base_domains;
   std::array<OpMetrics, kOps> metrics{};
   std::uint64_t id_prefix = 0;
   std::atomic<std::uint64_t> next_id{1};
@@ -119,7 +130,7 @@ asio::awaitable<void> serve(State& state, http::Exchange& ex) {
   const auto started = std::chrono::steady_clock::now();
   Request r(ex);
   r.request_id = st->request_id();
-  Outcome err = parse_target(r);
+  Outcome err = parse_target(r, st->base_domains);
   if (!err) {
     r.op = route(r);
     err = authenticate(r, st->service.ns, st->service.region, st->service.export_name, unix_seconds());
@@ -151,22 +162,55 @@ asio::awaitable<void> serve(State& state, http::Exchange& ex) {
   st->audit.record(std::move(rec));
 }
 
+// Aborts stale multipart uploads now and then every hour, on the blocking
+// pool, until the timer is cancelled.
+asio::awaitable<void> sweep_stale_uploads(std::shared_ptr<State> state, std::shared_ptr<asio::steady_timer> timer,
+                                          std::chrono::seconds age) {
+  for (;;) {
+    const std::int64_t cutoff_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch() - age)
+            .count();
+    Service& s = state->service;
+    auto sweep = [&s, cutoff_ns] { return s.uploads.remove_stale(cutoff_ns); };
+    std::size_t removed = co_await ns::offload(s.blocking, sweep);
+    if (removed) spdlog::info("s3: aborted {} multipart uploads older than {} s", removed, age.count());
+    timer->expires_after(std::chrono::hours(1));
+    auto [ec] = co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
+    if (ec) co_return;
+  }
+}
+
 class FrontEnd final : public protocols::FrontEnd {
  public:
-  FrontEnd(std::unique_ptr<asio::thread_pool> pool, std::unique_ptr<http::Server> server)
-      : pool_(std::move(pool)), server_(std::move(server)) {}
+  FrontEnd(std::unique_ptr<asio::thread_pool> pool, std::unique_ptr<http::Server> server,
+           std::shared_ptr<State> state, asio::io_context& io, std::chrono::seconds stale_upload_age)
+      : pool_(std::move(pool)),
+        server_(std::move(server)),
+        state_(std::move(state)),
+        sweep_timer_(std::make_shared<asio::steady_timer>(io)),
+        stale_upload_age_(stale_upload_age) {}
   ~FrontEnd() override {
     server_.reset();
     pool_->join();
   }
   std::string_view protocol() const override { return "s3"; }
   asio::ip::tcp::endpoint local_endpoint() const override { return server_->local_endpoint(); }
-  void start() override { server_->start(); }
-  void stop() override { server_->stop(); }
+  void start() override {
+    server_->start();
+    asio::co_spawn(sweep_timer_->get_executor(), sweep_stale_uploads(state_, sweep_timer_, stale_upload_age_),
+                   asio::detached);
+  }
+  void stop() override {
+    server_->stop();
+    asio::post(sweep_timer_->get_executor(), [timer = sweep_timer_] { timer->cancel(); });
+  }
 
  private:
   std::unique_ptr<asio::thread_pool> pool_;  // outlives the server and its requests
   std::unique_ptr<http::Server> server_;
+  std::shared_ptr<State> state_;
+  std::shared_ptr<asio::steady_timer> sweep_timer_;
+  std::chrono::seconds stale_upload_age_;
 };
 
 http::Reply failure_reply(http::Failure f) {
@@ -199,8 +243,8 @@ protocols::FrontEndResult listen(const protocols::Services& services,
   auto server = http::Server::listen(services.io, endpoint, std::move(ho),
                                      [state](http::Exchange& ex) { return serve(*state, ex); });
   if (!server) return server.error();
-  return std::unique_ptr<protocols::FrontEnd>(
-      std::make_unique<FrontEnd>(std::move(pool), std::move(*server)));
+  return std::unique_ptr<protocols::FrontEnd>(std::make_unique<FrontEnd>(
+      std::move(pool), std::move(*server), std::move(state), services.io, options.stale_upload_age));
 }
 
 protocols::FrontEndResult make_front_end(const protocols::Services& services,

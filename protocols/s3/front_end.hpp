@@ -6,8 +6,9 @@
 // bytes in and out, latency, per operation) and an audit record (user,
 // operation, export/bucket/key, bytes, result, request id).
 //
-// Path-style addressing only; virtual-hosted style and the TLS listener
-// (--s3-tls) are not built yet.
+// Path-style addressing, and virtual-hosted style (BUCKET.BASE_DOMAIN in
+// Host) for the configured base domains. The TLS listener (--s3-tls) is not
+// built yet.
 #pragma once
 
 #include "protocols/registry.hpp"
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace weft::s3 {
 
@@ -23,6 +25,12 @@ struct Options {
   std::chrono::milliseconds read_timeout{std::chrono::seconds(60)};
   std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};
   std::uint64_t min_part_size = 5ull << 20;
+  // Multipart uploads older than this are aborted (at start, then hourly),
+  // as an S3 lifecycle rule AbortIncompleteMultipartUpload would.
+  std::chrono::seconds stale_upload_age{std::chrono::hours(7 * 24)};
+  // Host names under which BUCKET.NAME addresses a bucket (virtual-hosted
+  // style); "localhost" lets SDKs address http://BUCKET.localhost:PORT.
+  std::vector<std::string> base_domains{"localhost"};
 };
 
 protocols::FrontEndResult listen(const protocols::Services& services,

@@ -23,6 +23,7 @@ boost::asio::awaitable<Outcome> get_bucket_versioning(Service& s, Request& r);
 boost::asio::awaitable<Outcome> get_object(Service& s, Request& r);
 boost::asio::awaitable<Outcome> head_object(Service& s, Request& r);
 boost::asio::awaitable<Outcome> get_object_tagging(Service& s, Request& r);
+boost::asio::awaitable<Outcome> get_object_attributes(Service& s, Request& r);
 
 boost::asio::awaitable<Outcome> put_object(Service& s, Request& r);
 boost::asio::awaitable<Outcome> copy_object(Service& s, Request& r);

@@ -7,6 +7,8 @@
 #include "protocols/s3/store.hpp"
 #include "protocols/s3/xml.hpp"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 
 namespace weft::s3 {
@@ -229,6 +231,102 @@ asio::awaitable<Outcome> get_object_tagging(Service& s, Request& r) {
     xml::add(tag, "Value", v);
   }
   co_await r.send_xml(200, doc);
+  co_return std::nullopt;
+}
+
+namespace {
+
+constexpr std::array<std::string_view, 5> kAttributes{"ETag", "Checksum", "ObjectParts", "StorageClass",
+                                                      "ObjectSize"};
+
+// The x-amz-object-attributes list ("ETag, ObjectSize"), as flags in
+// kAttributes order; nullopt when empty or naming an unknown attribute.
+std::optional<std::array<bool, kAttributes.size()>> wanted_attributes(std::string_view text) {
+  std::array<bool, kAttributes.size()> wanted{};
+  bool any = false;
+  while (!text.empty()) {
+    std::size_t comma = text.find(',');
+    std::string_view name = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    auto it = std::find(kAttributes.begin(), kAttributes.end(), name);
+    if (it == kAttributes.end()) return std::nullopt;
+    wanted[static_cast<std::size_t>(it - kAttributes.begin())] = true;
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return wanted;
+}
+
+// An optional non-negative integer header (x-amz-max-parts, ...).
+std::optional<std::uint32_t> header_number(const Request& r, std::string_view name, std::uint32_t fallback,
+                                           bool& bad) {
+  const std::string* v = r.header(name);
+  if (!v) return fallback;
+  std::uint32_t n = 0;
+  auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+  if (ec != std::errc() || end != v->data() + v->size()) {
+    bad = true;
+    return std::nullopt;
+  }
+  return n;
+}
+
+}  // namespace
+
+asio::awaitable<Outcome> get_object_attributes(Service& s, Request& r) {
+  const std::string* list = r.header("x-amz-object-attributes");
+  auto wanted = list ? wanted_attributes(*list) : std::nullopt;
+  if (!wanted)
+    co_return Error(Code::InvalidArgument,
+                    "The x-amz-object-attributes header must list ETag, Checksum, ObjectParts, StorageClass "
+                    "or ObjectSize");
+  bool bad = false;
+  auto max_parts = header_number(r, "x-amz-max-parts", 1000, bad);
+  auto marker = header_number(r, "x-amz-part-number-marker", 0, bad);
+  if (bad) co_return Error(Code::InvalidArgument, "x-amz-max-parts and x-amz-part-number-marker must be integers");
+  auto t = co_await find_target(s, r);
+  if (!t) co_return t.error();
+  if (auto e = check_conditions(r, etag_of(t->meta, t->attr), t->attr.mtime_ns / 1000000000)) co_return *e;
+
+  pugi::xml_document doc;
+  auto root = xml::start(doc, "GetObjectAttributesResponse");
+  const bool current = t->meta.current(t->attr);
+  if ((*wanted)[0]) {
+    std::string etag = etag_of(t->meta, t->attr);
+    xml::add(root, "ETag", std::string_view(etag).substr(1, etag.size() - 2));  // unquoted here
+  }
+  if ((*wanted)[1] && current && t->meta.checksum) {
+    std::string name = "Checksum" + std::string(checksum_name(t->meta.checksum->first));
+    xml::add(root.append_child("Checksum"), name.c_str(), t->meta.checksum->second);
+  }
+  if ((*wanted)[2] && current && !t->meta.parts.empty()) {
+    const std::uint32_t total = t->meta.part_count();
+    auto parts = root.append_child("ObjectParts");
+    xml::add(parts, "PartNumberMarker", std::to_string(*marker));
+    xml::add(parts, "MaxParts", std::to_string(*max_parts));
+    const std::uint32_t last = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(total, std::uint64_t{*marker} + *max_parts));
+    for (std::uint32_t n = *marker + 1; n <= last; ++n) {
+      auto part = parts.append_child("Part");
+      xml::add(part, "PartNumber", std::to_string(n));
+      xml::add(part, "Size", std::to_string(t->meta.part_range(n)->second));
+    }
+    xml::add(parts, "IsTruncated", last < total ? "true" : "false");
+    if (last < total) xml::add(parts, "NextPartNumberMarker", std::to_string(last));
+    xml::add(parts, "PartsCount", std::to_string(total));
+    xml::add(parts, "TotalPartsCount", std::to_string(total));
+  }
+  if ((*wanted)[3]) xml::add(root, "StorageClass", "STANDARD");
+  if ((*wanted)[4]) xml::add(root, "ObjectSize", std::to_string(t->attr.size));
+  std::string body = xml::render(doc);
+  auto headers = r.base_headers();
+  headers.push_back({"Last-Modified", http_date(t->attr.mtime_ns)});
+  headers.push_back({"Content-Type", "application/xml"});
+  r.status = 200;
+  r.bytes_out += body.size();
+  co_await r.ex.send(http::ResponseHead{200, std::move(headers), body.size()}, body);
   co_return std::nullopt;
 }
 

@@ -27,6 +27,7 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Op::count_)> kOp
     "HeadObject",
     "DeleteObject",
     "GetObjectTagging",
+    "GetObjectAttributes",
     "PutObjectTagging",
     "DeleteObjectTagging",
     "CreateMultipartUpload",
@@ -41,8 +42,8 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Op::count_)> kOp
 // Sub-resources of the S3 API that this front end does not serve: a request
 // naming one is answered NotImplemented instead of being taken for a plain
 // GET or PUT of the bucket or object.
-constexpr std::array<std::string_view, 28> kUnsupported{
-    "accelerate", "acl", "analytics", "attributes", "cors", "encryption",
+constexpr std::array<std::string_view, 27> kUnsupported{
+    "accelerate", "acl", "analytics", "cors", "encryption",
     "intelligent-tiering", "inventory", "legal-hold", "lifecycle", "logging", "metrics",
     "notification", "object-lock", "ownershipControls", "policy", "policyStatus",
     "publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
@@ -102,7 +103,25 @@ boost::asio::awaitable<void> Request::send_error(const Error& e) {
   co_await ex.send(http::ResponseHead{ci.status, std::move(headers), body.size()}, body);
 }
 
-Outcome parse_target(Request& r) {
+namespace {
+
+// "bucket" of a Host "bucket.s3.example.com:9000" when the base domain is
+// "s3.example.com"; empty when the host is not below one of the domains.
+std::string_view virtual_host_bucket(std::string_view host, std::span<const std::string> base_domains) {
+  if (host.starts_with('[')) return {};  // an IPv6 literal
+  host = host.substr(0, host.find(':'));
+  for (const std::string& domain : base_domains) {
+    if (host.size() <= domain.size() + 1) continue;
+    std::string_view tail = host.substr(host.size() - domain.size());
+    if (host[host.size() - domain.size() - 1] == '.' && http::ascii_iequals(tail, domain))
+      return host.substr(0, host.size() - domain.size() - 1);
+  }
+  return {};
+}
+
+}  // namespace
+
+Outcome parse_target(Request& r, std::span<const std::string> base_domains) {
   std::string_view target = r.head.target;
   std::size_t q = target.find('?');
   r.raw_path = std::string(target.substr(0, q));
@@ -116,9 +135,16 @@ Outcome parse_target(Request& r) {
   if (!query) return Error(Code::InvalidArgument, "The query string has a malformed escape");
   r.query = std::move(*query);
   std::string_view rest = std::string_view(r.path).substr(1);
-  std::size_t slash = rest.find('/');
-  r.bucket = std::string(rest.substr(0, slash));
-  if (slash != std::string_view::npos) r.key = std::string(rest.substr(slash + 1));
+  const std::string* host = r.header("host");
+  if (std::string_view bucket = host ? virtual_host_bucket(*host, base_domains) : std::string_view();
+      !bucket.empty()) {
+    r.bucket = std::string(bucket);
+    r.key = std::string(rest);
+  } else {
+    std::size_t slash = rest.find('/');
+    r.bucket = std::string(rest.substr(0, slash));
+    if (slash != std::string_view::npos) r.key = std::string(rest.substr(slash + 1));
+  }
   if (!r.bucket.empty() && !addressable_bucket_name(r.bucket)) return Error(Code::InvalidBucketName);
   return std::nullopt;
 }
@@ -150,6 +176,7 @@ Op route(const Request& r) {
   if (m == "GET") {
     if (upload) return Op::list_parts;
     if (tagging) return Op::get_object_tagging;
+    if (r.has("attributes")) return Op::get_object_attributes;
   } else if (m == "PUT") {
     if (upload && r.has("partNumber"))
       return r.header("x-amz-copy-source") ? Op::upload_part_copy : Op::upload_part;

@@ -12,6 +12,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,7 @@ enum class Op {
   head_object,
   delete_object,
   get_object_tagging,
+  get_object_attributes,
   put_object_tagging,
   delete_object_tagging,
   create_multipart_upload,
@@ -112,9 +114,11 @@ struct Request {
   boost::asio::awaitable<void> send_error(const Error& e);
 };
 
-// Splits the target into path and query, decodes them and picks the
-// operation. Errors: InvalidArgument (bad escapes), InvalidBucketName.
-Outcome parse_target(Request& r);
+// Splits the target into path and query and decodes them; the bucket comes
+// from the Host header when it is BUCKET.BASE_DOMAIN for one of
+// `base_domains` (virtual-hosted style), else from the path (path style).
+// Errors: InvalidArgument (bad escapes), InvalidBucketName.
+Outcome parse_target(Request& r, std::span<const std::string> base_domains);
 Op route(const Request& r);
 
 }  // namespace weft::s3

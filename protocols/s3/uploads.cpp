@@ -221,4 +221,11 @@ std::error_code Uploads::remove(std::string_view id) {
   return ec;
 }
 
+std::size_t Uploads::remove_stale(std::int64_t cutoff_ns) {
+  std::size_t removed = 0;
+  for (const Upload& u : all())
+    if (u.initiated_ns < cutoff_ns && !remove(u.id)) ++removed;
+  return removed;
+}
+
 }  // namespace weft::s3

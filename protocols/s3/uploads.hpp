@@ -76,6 +76,9 @@ class Uploads {
   // The parts, by number, the latest upload of each.
   boost::system::result<std::vector<Part>> parts(std::string_view id) const;
   std::error_code remove(std::string_view id);
+  // Aborts the uploads initiated before `cutoff_ns` (clients that neither
+  // completed nor aborted them); returns how many were removed.
+  std::size_t remove_stale(std::int64_t cutoff_ns);
 
  private:
   std::optional<std::filesystem::path> dir_of(std::string_view id) const;

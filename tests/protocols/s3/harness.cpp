@@ -62,7 +62,10 @@ std::string Client::sign(ClientRequest& req) const {
                  .count();
   std::string date = amz_date(now);
   std::string hash = req.payload_hash.empty() ? sha256_hex(req.body) : req.payload_hash;
-  req.headers.emplace_back("host", "127.0.0.1:" + std::to_string(port_));
+  for (auto& h : req.headers)
+    std::transform(h.name.begin(), h.name.end(), h.name.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (std::none_of(req.headers.begin(), req.headers.end(), [](const http::Header& h) { return h.name == "host"; }))
+    req.headers.emplace_back("host", "127.0.0.1:" + std::to_string(port_));
   req.headers.emplace_back("x-amz-date", date);
   req.headers.emplace_back("x-amz-content-sha256", hash);
   for (auto& h : req.headers)
@@ -98,9 +101,10 @@ Response Client::send(ClientRequest req) {
     r.method_string(req.method);
     r.target(req.query.empty() ? req.path : req.path + "?" + req.query);
     r.version(11);
-    for (const auto& h : req.headers)
-      if (h.name != "host") r.insert(h.name, h.value);
     r.set(bhttp::field::host, "127.0.0.1:" + std::to_string(port_));
+    for (const auto& h : req.headers)
+      if (h.name == "host") r.set(bhttp::field::host, h.value);  // virtual-hosted style
+      else r.insert(h.name, h.value);
     r.body() = req.body;
     r.prepare_payload();
     boost::system::error_code ec;

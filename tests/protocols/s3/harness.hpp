@@ -67,8 +67,8 @@ class Client {
   Client(std::uint16_t port, Credentials who, std::string region = "us-east-1");
   ~Client();
   Response send(ClientRequest req);
-  // Signs `req` as of now (adds host, x-amz-date, x-amz-content-sha256,
-  // authorization); returns the seed signature.
+  // Signs `req` as of now (adds host unless given, x-amz-date,
+  // x-amz-content-sha256, authorization); returns the seed signature.
   std::string sign(ClientRequest& req) const;
   Response get(const std::string& path, const std::string& query = {});
   Response put(const std::string& path, const std::string& body, const std::string& query = {});

@@ -535,6 +535,49 @@ class Boto3Test(unittest.TestCase):
         dst = os.path.join(self.work, "dst.bin")
         self.s3.download_file(self.bucket, "mp/file.bin", dst, Config=cfg)
         self.assertTrue(filecmp.cmp(src, dst, shallow=False))
+        attrs = self.s3.get_object_attributes(Bucket=self.bucket, Key="mp/file.bin", MaxParts=2,
+                                              ObjectAttributes=["ETag", "ObjectParts", "ObjectSize"])
+        self.assertEqual('"%s"' % attrs["ETag"], head["ETag"])
+        self.assertEqual(attrs["ObjectSize"], 40 << 20)
+        parts = attrs["ObjectParts"]
+        self.assertEqual(parts["TotalPartsCount"], 5)
+        self.assertTrue(parts["IsTruncated"])
+        self.assertEqual(parts["NextPartNumberMarker"], 2)
+        self.assertEqual([(p["PartNumber"], p["Size"]) for p in parts["Parts"]], [(1, 8 << 20), (2, 8 << 20)])
+        rest = self.s3.get_object_attributes(Bucket=self.bucket, Key="mp/file.bin", PartNumberMarker=4,
+                                             ObjectAttributes=["ObjectParts"])["ObjectParts"]
+        self.assertFalse(rest["IsTruncated"])
+        self.assertEqual([p["PartNumber"] for p in rest["Parts"]], [5])
+
+    def test_virtual_hosted_style_with_curl(self):
+        """BUCKET.localhost (the default base domain) addresses the bucket; curl
+        signs with SigV4 and connects to the gateway whatever the name resolves to."""
+        host = "%s.localhost:%d" % (self.bucket, GW.port)
+        curl = ["curl", "-sS", "--fail-with-body", "--aws-sigv4", "aws:amz:us-east-1:s3",
+                "--user", "%s:%s" % GW.admin, "--connect-to", "%s:%s:%d" % (host, GW.host, GW.port),
+                "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
+        put = subprocess.run(curl + ["-T", "-", "http://%s/hosted/a%%20b" % host], input=b"virtual host",
+                             capture_output=True)
+        self.assertEqual(put.returncode, 0, put.stdout + put.stderr)
+        self.assertEqual(self.s3.get_object(Bucket=self.bucket, Key="hosted/a b")["Body"].read(), b"virtual host")
+        got = subprocess.run(curl + ["http://%s/hosted/a%%20b" % host], capture_output=True)
+        self.assertEqual(got.stdout, b"virtual host")
+        listing = subprocess.run(curl + ["http://%s/?list-type=2&prefix=hosted" % host], capture_output=True)
+        self.assertIn(b"<Key>hosted/a b</Key>", listing.stdout)
+
+    def test_get_object_attributes(self):
+        body = b"attributes " * 1000
+        self.s3.put_object(Bucket=self.bucket, Key="attrs", Body=body, ChecksumAlgorithm="SHA256")
+        attrs = self.s3.get_object_attributes(Bucket=self.bucket, Key="attrs",
+                                              ObjectAttributes=["ETag", "Checksum", "ObjectSize", "StorageClass"])
+        self.assertEqual(attrs["ETag"], hashlib.md5(body).hexdigest())
+        self.assertEqual(attrs["ObjectSize"], len(body))
+        self.assertEqual(attrs["StorageClass"], "STANDARD")
+        self.assertEqual(attrs["Checksum"]["ChecksumSHA256"],
+                         base64.b64encode(hashlib.sha256(body).digest()).decode())
+        self.assertNotIn("ObjectParts", attrs)
+        self.assertEqual(self.code(self.s3.get_object_attributes, Bucket=self.bucket, Key="missing",
+                                   ObjectAttributes=["ETag"]), "NoSuchKey")
 
     def test_presigned_urls_with_urllib_and_curl(self):
         """Presigned with SigV2 (boto3's default here) and with SigV4."""

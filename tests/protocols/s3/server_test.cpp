@@ -5,12 +5,15 @@
 
 #include "protocols/s3/checksum.hpp"
 #include "protocols/s3/sigv4.hpp"
+#include "protocols/s3/uploads.hpp"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <doctest/doctest.h>
+
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -268,17 +271,101 @@ TEST_CASE("a client that stops mid-body times out; the previous version stays") 
   asio::io_context io;
   asio::ip::tcp::socket s(io);
   s.connect({asio::ip::make_address("127.0.0.1"), g.port()});
-  std::string head = "PUT /b/obj HTTP/1.1\r\n";
+  std::string head = "PUT /bkt/obj HTTP/1.1\r\n";
   for (const auto& h : req.headers) head += h.name + ": " + h.value + "\r\n";
   head += "\r\n" + std::string(100, 'x');  // 100 of the 1000 bytes promised
   asio::write(s, asio::buffer(head));
   auto started = std::chrono::steady_clock::now();
   char buf[4096];
   boost::system::error_code ec;
-  std::size_t n = 0;
-  while (!ec) n += s.read_some(asio::buffer(buf), ec);  // until the server closes
+  std::string answer;
+  while (!ec) answer.append(buf, s.read_some(asio::buffer(buf), ec));  // until the server closes
   auto waited = std::chrono::steady_clock::now() - started;
+  // The server waited for the rest of the body, gave up after its read
+  // timeout and closed the connection (the timeout closes the socket, so
+  // no RequestTimeout document can follow).
+  CHECK(waited >= std::chrono::milliseconds(250));
   CHECK(waited < std::chrono::seconds(5));
+  CHECK(answer.empty());
+  CHECK(ec == asio::error::eof);
+  CHECK(c.get("/bkt/obj").body == "version one");
+}
+
+TEST_CASE("virtual-hosted style: the bucket in Host under a base domain") {
+  s3::Options o;
+  o.base_domains = {"s3.example.test"};
+  Gateway g(o);
+  auto c = g.client(g.add_user("alice"));
+  auto vhost = [&](std::string method, std::string path, std::string host, std::string body = {}) {
+    ClientRequest req{std::move(method), std::move(path), "", {{"host", std::move(host)}}, std::move(body), {}};
+    return c.send(std::move(req));
+  };
+  const std::string port = ":" + std::to_string(g.port());
+  REQUIRE(vhost("PUT", "/", "vbucket.s3.example.test" + port).status == 200);
+  REQUIRE(vhost("PUT", "/dir/a%20key", "vbucket.S3.Example.Test" + port, "hosted").status == 200);
+  // The same object, path style and virtual-hosted.
+  CHECK(c.get("/vbucket/dir/a%20key").body == "hosted");
+  CHECK(vhost("GET", "/dir/a%20key", "vbucket.s3.example.test" + port).body == "hosted");
+  auto list = vhost("GET", "/", "vbucket.s3.example.test");
+  CHECK(list.body.find("<Key>dir/a key</Key>") != std::string::npos);
+  // The base domain itself and other hosts are path style.
+  CHECK(vhost("GET", "/vbucket/dir/a%20key", "s3.example.test" + port).body == "hosted");
+  CHECK(vhost("GET", "/vbucket/dir/a%20key", "vbucket.other.test" + port).body == "hosted");
+  CHECK(vhost("GET", "/dir/a%20key", "nobucket.s3.example.test").code() == "NoSuchBucket");
+}
+
+TEST_CASE("stale multipart uploads are aborted, fresh ones kept") {
+  TempDir dir;
+  s3::Uploads uploads(dir.path() / "s3-uploads");
+  REQUIRE(!uploads.init());
+  const std::int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+  const std::int64_t day_ns = 24 * 3600 * 1'000'000'000ll;
+  s3::Upload old_one, fresh;
+  old_one.bucket = fresh.bucket = "bkt";
+  old_one.key = "old";
+  fresh.key = "fresh";
+  old_one.owner = fresh.owner = "alice";
+  old_one.initiated_ns = now_ns - 8 * day_ns;
+  fresh.initiated_ns = now_ns - day_ns;
+  auto old_made = uploads.create(old_one);
+  auto fresh_made = uploads.create(fresh);
+  REQUIRE(old_made.has_value());
+  REQUIRE(fresh_made.has_value());
+  auto part = uploads.new_part(*old_made, 1);
+  REQUIRE(part.has_value());
+  REQUIRE(::write(part->fd, "data", 4) == 4);
+  REQUIRE(!uploads.publish_part(*part, "8d777f385d3dfec8815d20f7496026dc"));
+
+  CHECK(uploads.remove_stale(now_ns - 7 * day_ns) == 1);
+  CHECK(!uploads.find(old_made->id).has_value());
+  CHECK(uploads.find(fresh_made->id).has_value());
+  CHECK(uploads.all().size() == 1);
+  CHECK(uploads.remove_stale(now_ns - 7 * day_ns) == 0);
+}
+
+TEST_CASE("a malformed chunked body is answered with an error; nothing is stored") {
+  Gateway g;
+  auto c = g.client(g.add_user("alice"));
+  REQUIRE(c.put("/bkt", "").status == 200);
+  REQUIRE(c.put("/bkt/obj", "version one").status == 200);
+  ClientRequest req{"PUT", "/bkt/obj", "", {{"transfer-encoding", "chunked"}}, {}, std::string(s3::sigv4::kUnsignedPayload)};
+  c.sign(req);
+  asio::io_context io;
+  asio::ip::tcp::socket s(io);
+  s.connect({asio::ip::make_address("127.0.0.1"), g.port()});
+  std::string head = "PUT /bkt/obj HTTP/1.1\r\n";
+  for (const auto& h : req.headers) head += h.name + ": " + h.value + "\r\n";
+  head += "\r\n5\r\nhello\r\nzz-not-a-size\r\n";
+  asio::write(s, asio::buffer(head));
+  char buf[4096];
+  boost::system::error_code ec;
+  std::string answer;
+  while (!ec) answer.append(buf, s.read_some(asio::buffer(buf), ec));
+  CHECK(answer.starts_with("HTTP/1.1 400"));
+  CHECK(answer.find("<Code>InvalidRequest</Code>") != std::string::npos);
+  CHECK(answer.find("Connection: close") != std::string::npos);
   CHECK(c.get("/bkt/obj").body == "version one");
 }
 
