@@ -154,7 +154,7 @@ class WebSocketImpl final : public WebSocket {
  public:
   explicit WebSocketImpl(beast::tcp_stream& stream) : ws_(stream) {}
 
-  asio::awaitable<error_code> accept(const Parser::value_type& request) {
+  asio::awaitable<error_code> accept(const RequestParser::value_type& request) {
     // The WebSocket's own timeouts (handshake, idle with pings) replace
     // the HTTP stream's.
     ws_.next_layer().expires_never();
