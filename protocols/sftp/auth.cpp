@@ -35,7 +35,7 @@ bool Throttle::allowed(const std::string& address, const std::string& user, Cloc
   return it->second.failures < max_failures_;
 }
 
-void Throttle::failed(const std::string& address, const std::string& user, Clock::time_point now) {
+bool Throttle::failed(const std::string& address, const std::string& user, Clock::time_point now) {
   std::lock_guard lock(mu_);
   // Forget expired entries now and then so the table stays small.
   if (entries_.size() > 100000) {
@@ -46,7 +46,7 @@ void Throttle::failed(const std::string& address, const std::string& user, Clock
     e.window_start = now;
     e.failures = 0;
   }
-  ++e.failures;
+  return ++e.failures == max_failures_;
 }
 
 void Throttle::succeeded(const std::string& address, const std::string& user) {

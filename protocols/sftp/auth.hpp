@@ -27,7 +27,9 @@ class Throttle {
 
   // False while `address` may not try to log in as `user`.
   bool allowed(const std::string& address, const std::string& user, Clock::time_point now = Clock::now());
-  void failed(const std::string& address, const std::string& user, Clock::time_point now = Clock::now());
+  // Counts a failure; true when it is the one that locks `address` out for
+  // `user` (an event worth a log line of its own, never suppressed).
+  bool failed(const std::string& address, const std::string& user, Clock::time_point now = Clock::now());
   void succeeded(const std::string& address, const std::string& user);
   // At most one log line per second per burst of ten: true when this
   // failure may be logged; `suppressed` is how many were not since the last.

@@ -284,7 +284,8 @@ void Connection::auth_failed(ssh_message m, const std::string& user, std::string
   ssh_message_free(m);
   ++auth_failures_;
   shared_->auth_failures->inc();
-  shared_->throttle.failed(address_, user);
+  if (shared_->throttle.failed(address_, user))
+    spdlog::warn("sftp: \"{}\" from {} is locked out after repeated failed logins", user, client_);
   std::uint64_t suppressed = 0;
   if (shared_->throttle.may_log(suppressed)) {
     spdlog::warn("sftp: authentication of \"{}\" from {} failed: {}{}", user, client_, why,

@@ -169,7 +169,11 @@ class RuntimeTest(unittest.TestCase):
             doc = json.loads(line)
             self.assertEqual(list(doc), ["time", "level", "logger", "msg"])
             self.assertRegex(doc["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
-        self.assertTrue(any("not available in this build" in json.loads(l)["msg"] for l in lines))
+        messages = [json.loads(l)["msg"] for l in lines]
+        for protocol in PROTOCOLS:
+            self.assertTrue(any(m.startswith(protocol + ": listening on 127.0.0.1:") or
+                                "listeners.%s: %s is not available in this build" % (protocol, protocol) in m
+                                for m in messages), protocol)
 
     def test_version_and_help(self):
         r = run_weft("--version")

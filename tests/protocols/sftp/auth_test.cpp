@@ -11,7 +11,8 @@ TEST_CASE("throttle: locks a (client, user) pair out after max failures within t
   const auto t0 = Throttle::Clock::now();
   for (int i = 0; i < 3; ++i) {
     CHECK(t.allowed("10.0.0.1", "bob", t0));
-    t.failed("10.0.0.1", "bob", t0 + std::chrono::seconds(i));
+    // Only the failure that locks the pair out says so.
+    CHECK(t.failed("10.0.0.1", "bob", t0 + std::chrono::seconds(i)) == (i == 2));
   }
   CHECK_FALSE(t.allowed("10.0.0.1", "bob", t0 + 10s));
   CHECK(t.allowed("10.0.0.2", "bob", t0 + 10s));    // another address
