@@ -219,7 +219,9 @@ bool Job::finished() const {
 
 void Job::finish(nlohmann::json result, std::optional<ApiError> error) {
   std::lock_guard lock(mu_);
-  state_ = error ? JobState::failed : cancelled() ? JobState::cancelled : JobState::succeeded;
+  // A cancel makes the job's namespace calls fail (Errc::cancelled), so a
+  // job cancelled early ends with an error: it is still a cancelled job.
+  state_ = cancelled() ? JobState::cancelled : error ? JobState::failed : JobState::succeeded;
   finished_ns_ = audit::now_ns();
   result_ = std::move(result);
   error_ = std::move(error);
