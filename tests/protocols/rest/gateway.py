@@ -15,13 +15,20 @@ STOP_TIMEOUT = 10
 
 
 class Gateway:
-    def __init__(self, weft, protocols=("rest", "s3")):
+    def __init__(self, weft, protocols=("rest", "s3"), config=None, region=None, prefix="weft-rest-"):
+        """`config`: a dict written as the --config file; `region`: --region."""
         self.weft = weft
-        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="weft-rest-"))
+        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
         self.data = self.tmp / "data"
         args = []
         for p in ("s3", "rest", "nfs", "smb", "sftp"):
             args += ["--" + p, "127.0.0.1:0" if p in protocols else "off"]
+        if config is not None:
+            config_path = self.tmp / "weft.json"
+            config_path.write_text(json.dumps(config))
+            args += ["--config", str(config_path)]
+        if region is not None:
+            args += ["--region", region]
         self.log_path = self.tmp / "weft.log"
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen([weft, "serve", "--data", str(self.data), *args],
