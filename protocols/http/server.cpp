@@ -138,6 +138,7 @@ struct Session : std::enable_shared_from_this<Session> {
 
   asio::awaitable<void> run();
   asio::awaitable<void> reply(const Reply& r);
+  asio::awaitable<void> linger();
   void close() {
     error_code ec;
     stream.socket().shutdown(tcp::socket::shutdown_both, ec);
@@ -366,9 +367,29 @@ asio::awaitable<void> Session::reply(const Reply& r) {
   co_await asio::async_write(stream, asio::buffer(text), kUse);
 }
 
+// Closing a socket with unread input makes the kernel reset the connection,
+// and a client still sending a refused body (413) would then lose the
+// response it has not read yet. So, as nginx's lingering close does, the
+// write side closes first and whatever the client still sends is read and
+// dropped until it closes too, for a few seconds at most.
+asio::awaitable<void> Session::linger() {
+  busy = false;  // a stopping server closes it at once
+  error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  if (ec) co_return;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  std::array<char, 16384> sink;
+  while (std::chrono::steady_clock::now() < deadline) {
+    stream.expires_at(deadline);
+    auto [read_ec, n] = co_await stream.async_read_some(asio::buffer(sink), kUse);
+    if (read_ec) break;
+  }
+}
+
 asio::awaitable<void> Session::run() {
   auto self = shared_from_this();
   const Options& opt = server->options;
+  bool lingering = true;
   for (unsigned served = 0; served < opt.max_requests_per_connection && !stopping; ++served) {
     RequestParser parser;
     apply_limits(parser, opt);
@@ -382,6 +403,8 @@ asio::awaitable<void> Session::run() {
         co_await reply(server->failure_reply(Failure::body_too_large));
       } else if (is_parse_error(ec)) {
         co_await reply(server->failure_reply(Failure::bad_request));
+      } else {
+        lingering = false;  // closed, reset or timed out: nothing to drain
       }
       break;
     }
@@ -400,6 +423,7 @@ asio::awaitable<void> Session::run() {
     }
     if (!ex.reusable()) break;
   }
+  if (lingering && !stopping) co_await linger();
   close();
   std::lock_guard lock(server->mu);
   server->sessions.erase(this);

@@ -152,6 +152,11 @@ TEST_CASE("oversized heads and bodies are refused by the server itself") {
   Client big_body(r.port());
   big_body.send("PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 101\r\n\r\n");
   CHECK(big_body.read_all().starts_with("HTTP/1.1 413"));
+  // A client that sends the whole refused body before it reads still gets
+  // the refusal, not a reset.
+  Client eager(r.port());
+  eager.send("PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\n" + std::string(4194304, 'b'));
+  CHECK(eager.read_all().starts_with("HTTP/1.1 413"));
 }
 
 TEST_CASE("a silent client is timed out") {

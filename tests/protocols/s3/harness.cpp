@@ -186,6 +186,17 @@ Gateway::~Gateway() {
   ns_->close();
 }
 
+std::vector<audit::Record> Gateway::audit_records(const audit::Query& q, std::size_t count) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    audit_->flush();
+    auto records = audit_->query(q);
+    if (!records) throw std::runtime_error("audit query failed: " + records.error().message());
+    if (records->size() >= count || std::chrono::steady_clock::now() > deadline) return std::move(*records);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 Credentials Gateway::add_user(const std::string& name, bool admin) {
   ns::NewUser spec;
   spec.name = name;

@@ -94,6 +94,10 @@ class Gateway {
   ns::Namespace& ns() { return *ns_; }
   metrics::Registry& metrics() { return metrics_; }
   audit::Log& audit() { return *audit_; }
+  // The audit records matching `q` once there are at least `count` (or after
+  // five seconds, whatever there is): the front end records a request after
+  // its response has gone, so a client can see the reply first.
+  std::vector<audit::Record> audit_records(const audit::Query& q, std::size_t count);
   std::uint16_t port() const { return port_; }
   const std::filesystem::path& dir() const { return dir_.path(); }
   // An administrator acting in the export "data".
