@@ -170,7 +170,7 @@ void members(std::string_view prefix, const json& object,
 }
 
 void apply_listeners(Config& c, const json& object) {
-  members("listeners", object, {"s3", "rest", "nfs", "smb", "sftp"},
+  members("listeners", object, {"s3", "rest", "nfs", "smb", "sftp", "s3_tls", "rest_tls"},
           [&](std::string_view name, const std::string& key, const json& v) {
             if (!v.is_string()) {
               fail(key, "expected a string (host:port or off), got " + std::string(json_type(v)));
@@ -242,9 +242,56 @@ void apply_residency(Config& c, const json& rules) {
   }
 }
 
+bool boolean_of(std::string_view key, const json& v) {
+  if (!v.is_boolean()) fail(key, "expected true or false, got " + std::string(json_type(v)));
+  return v.get<bool>();
+}
+
+void apply_tls(Config& c, const json& object) {
+  members("tls", object, {"cert", "key"}, [&](std::string_view name, const std::string& key, const json& v) {
+    (name == "cert" ? c.tls_cert : c.tls_key) = string_of(key, v);
+  });
+  if (c.tls_cert.empty() != c.tls_key.empty()) fail("tls", "needs both \"cert\" and \"key\", or neither");
+}
+
+void apply_s3(Config& c, const json& object) {
+  members("s3", object, {"domains"}, [&](std::string_view, const std::string& key, const json& v) {
+    if (!v.is_array()) fail(key, "expected an array of host names, got " + std::string(json_type(v)));
+    c.s3.domains.clear();
+    for (const auto& d : v) {
+      std::string domain = string_of(key, d);
+      const bool ok = std::all_of(domain.begin(), domain.end(), [](char ch) {
+        return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.';
+      });
+      if (!ok || domain.front() == '.' || domain.back() == '.') {
+        fail(key, "bad host name " + in_quotes(domain) + " (expected lower-case a-z 0-9 - .)");
+      }
+      c.s3.domains.push_back(std::move(domain));
+    }
+  });
+}
+
+void apply_nfs(Config& c, const json& object) {
+  members("nfs", object, {"root_squash"}, [&](std::string_view, const std::string& key, const json& v) {
+    c.nfs.root_squash = boolean_of(key, v);
+  });
+}
+
+void apply_sftp(Config& c, const json& object) {
+  members("sftp", object, {"host_key_dir", "rsa_bits"},
+          [&](std::string_view name, const std::string& key, const json& v) {
+            if (name == "host_key_dir") {
+              c.sftp.host_key_dir = string_of(key, v);
+            } else {
+              c.sftp.rsa_bits = static_cast<unsigned>(integer_of(key, v, 2048, 8192));
+            }
+          });
+}
+
 void apply_file(Config& c, const json& root) {
   members("", root,
-          {"data_dir", "metadata", "region", "listeners", "threads", "log", "namespace", "residency"},
+          {"data_dir", "metadata", "region", "listeners", "threads", "log", "namespace", "residency", "tls", "s3",
+           "nfs", "sftp"},
           [&](std::string_view name, const std::string& key, const json& v) {
             if (name == "data_dir") {
               c.data_dir = string_of(key, v);
@@ -262,6 +309,14 @@ void apply_file(Config& c, const json& root) {
               apply_log(c, v);
             } else if (name == "residency") {
               apply_residency(c, v);
+            } else if (name == "tls") {
+              apply_tls(c, v);
+            } else if (name == "s3") {
+              apply_s3(c, v);
+            } else if (name == "nfs") {
+              apply_nfs(c, v);
+            } else if (name == "sftp") {
+              apply_sftp(c, v);
             } else {
               apply_namespace(c, v);
             }
@@ -281,10 +336,22 @@ void apply_overrides(Config& c, const Overrides& o) {
     check_region("region (--region)", *o.region);
     c.region = *o.region;
   }
-  for (const auto& [protocol, text] : o.listeners) {
-    std::string key = "listeners." + protocol + " (--" + protocol + ")";
-    if (!c.listeners.contains(protocol)) fail(key, "unknown listener");
-    c.listeners[protocol] = listener_value(key, text);
+  for (const auto& [listener, text] : o.listeners) {
+    std::string flag = listener;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    std::string key = "listeners." + listener + " (--" + flag + ")";
+    if (!c.listeners.contains(listener)) fail(key, "unknown listener");
+    c.listeners[listener] = listener_value(key, text);
+  }
+}
+
+// A TLS listener is a second address of its protocol's front end.
+void check_tls_listeners(const Config& c) {
+  for (std::string_view tls : kTlsListeners) {
+    std::string_view protocol = tls.substr(0, tls.find('_'));
+    if (c.listeners.find(tls)->second && !c.listeners.find(protocol)->second) {
+      fail("listeners." + std::string(tls), "needs listeners." + std::string(protocol) + " on");
+    }
   }
 }
 
@@ -317,6 +384,7 @@ Config default_config() {
   for (const auto& d : kDefaultListeners) {
     c.listeners[std::string(d.protocol)] = Address{"127.0.0.1", d.port};
   }
+  for (std::string_view tls : kTlsListeners) c.listeners[std::string(tls)] = std::nullopt;
   return c;
 }
 
@@ -335,6 +403,7 @@ ConfigResult load_text(std::string_view text, std::string_view origin, const Ove
     apply_file(c, root);
     apply_overrides(c, overrides);
     check_distinct(c);
+    check_tls_listeners(c);
   } catch (const Invalid& e) {
     return ConfigError{e.message};
   }

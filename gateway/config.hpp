@@ -7,9 +7,11 @@
 #pragma once
 
 #include "gateway/ns/namespace.hpp"
+#include "protocols/settings.hpp"
 
 #include <boost/system/result.hpp>
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -30,6 +32,10 @@ struct Address {
   friend bool operator==(const Address&, const Address&) = default;
 };
 
+// The listeners besides one per protocol: optional TLS addresses of the
+// HTTP protocols, off by default (flags --s3-tls, --rest-tls).
+inline constexpr std::array<std::string_view, 2> kTlsListeners{"s3_tls", "rest_tls"};
+
 enum class LogFormat { text, json };
 
 struct LogConfig {
@@ -41,8 +47,15 @@ struct LogConfig {
 struct Config {
   std::string data_dir = "./weft-data";
   std::string region = "us-east-1";
-  // One entry per protocol (s3 rest nfs smb sftp); nullopt: the listener is off.
+  // One entry per protocol (s3 rest nfs smb sftp) and per kTlsListeners;
+  // nullopt: the listener is off.
   std::map<std::string, std::optional<Address>, std::less<>> listeners;
+  // PEM files of the TLS listeners; both empty: the runtime makes a
+  // self-signed pair in DATA_DIR/tls.
+  std::string tls_cert, tls_key;
+  protocols::S3Settings s3;
+  protocols::NfsSettings nfs;
+  protocols::SftpSettings sftp;
   unsigned threads = 0;  // io_context threads; 0: one per core
   LogConfig log;
   // The namespace options; their data_dir is always the one above.
@@ -57,7 +70,7 @@ struct Overrides {
   std::optional<std::string> data_dir;
   std::optional<std::string> metadata;
   std::optional<std::string> region;
-  std::map<std::string, std::string> listeners;  // protocol -> "host:port" or "off"
+  std::map<std::string, std::string> listeners;  // listener -> "host:port" or "off"
 };
 
 struct ConfigError {

@@ -65,6 +65,13 @@ int main(int argc, char** argv) {
     address_opts[protocol] =
         serve_cmd->add_option("--" + protocol, addresses[protocol], help)->type_name("ADDR");
   }
+  for (std::string_view name : weft::gateway::kTlsListeners) {
+    std::string listener(name), protocol = listener.substr(0, listener.find('_'));
+    std::string help = protocol + " over TLS: host:port or off (default off; certificate: config \"tls\", " +
+                       "else a self-signed one in DIR/tls)";
+    address_opts[listener] =
+        serve_cmd->add_option("--" + protocol + "-tls", addresses[listener], help)->type_name("ADDR");
+  }
   std::string metadata;
   auto* metadata_opt =
       serve_cmd

@@ -210,33 +210,64 @@ struct Server::Impl {
 
   // Binds every listener first, so that a busy port fails the start before
   // any front end serves; then starts them.
+  // The endpoint of listener `name`, if it is on; false on a bad address.
+  bool endpoint_of(std::string_view name, std::optional<asio::ip::tcp::endpoint>& out) {
+    auto it = config.listeners.find(name);
+    if (it == config.listeners.end() || !it->second) return true;
+    const Address& address = *it->second;
+    boost::system::error_code ec;
+    auto ip = asio::ip::make_address(address.host, ec);
+    if (ec) {
+      spdlog::error("listeners.{}: bad address {}: {}", name, address.to_string(), ec.message());
+      return false;
+    }
+    out.emplace(ip, address.port);
+    return true;
+  }
+
+  // The protocols' settings from the config, with the TLS listeners'
+  // addresses resolved.
+  bool make_settings(protocols::Settings& s) {
+    s.s3 = config.s3;
+    s.nfs = config.nfs;
+    s.sftp = config.sftp;
+    for (std::string_view listener : kTlsListeners) {
+      std::optional<asio::ip::tcp::endpoint> ep;
+      if (!endpoint_of(listener, ep)) return false;
+      if (ep) s.tls.listeners.emplace(listener.substr(0, listener.find('_')), *ep);
+    }
+    s.tls.cert = config.tls_cert;
+    s.tls.key = config.tls_key;
+    return true;
+  }
+
   bool start_front_ends() {
-    services.emplace(protocols::Services{io, *ns, metrics::Registry::global(), *audit,
-                                         config.region, fs::path(config.data_dir), config.residency});
+    protocols::Settings settings;
+    if (!make_settings(settings)) return false;
+    services.emplace(protocols::Services{io, *ns, metrics::Registry::global(), *audit, config.region,
+                                         fs::path(config.data_dir), config.residency, std::move(settings)});
     for (std::string_view protocol : protocols::kProtocols) {
-      auto it = config.listeners.find(protocol);
-      if (it == config.listeners.end() || !it->second) {
+      std::optional<asio::ip::tcp::endpoint> endpoint;
+      if (!endpoint_of(protocol, endpoint)) return false;
+      if (!endpoint) {
         spdlog::info("listeners.{}: off", protocol);
         continue;
       }
-      const Address& address = *it->second;
       const protocols::Factory* factory = registry.find(protocol);
       if (!factory) {
         spdlog::warn("listeners.{}: {} is not available in this build; skipped", protocol,
                      protocol);
         continue;
       }
-      boost::system::error_code ec;
-      auto ip = asio::ip::make_address(address.host, ec);
-      if (ec) {
-        spdlog::error("listeners.{}: bad address {}: {}", protocol, address.to_string(),
-                      ec.message());
+      auto front_end = (*factory)(*services, *endpoint);
+      if (!front_end) {
+        spdlog::error("listeners.{}: cannot listen on {}: {}", protocol, endpoint_text(*endpoint),
+                      front_end.error().message());
         return false;
       }
-      auto front_end = (*factory)(*services, asio::ip::tcp::endpoint(ip, address.port));
-      if (!front_end) {
-        spdlog::error("listeners.{}: cannot listen on {}: {}", protocol, address.to_string(),
-                      front_end.error().message());
+      if (services->settings.tls.listeners.contains(protocol) && !(*front_end)->tls_endpoint()) {
+        spdlog::error("listeners.{}_tls: the {} front end of this build has no TLS listener", protocol,
+                      protocol);
         return false;
       }
       front_ends.push_back(std::move(*front_end));
@@ -244,6 +275,9 @@ struct Server::Impl {
     for (auto& fe : front_ends) {
       fe->start();
       spdlog::info("{}: listening on {}", fe->protocol(), endpoint_text(fe->local_endpoint()));
+      if (auto tls = fe->tls_endpoint()) {
+        spdlog::info("{}: listening on {} (TLS)", fe->protocol(), endpoint_text(*tls));
+      }
     }
     return true;
   }
@@ -252,6 +286,7 @@ struct Server::Impl {
     nlohmann::ordered_json doc = nlohmann::ordered_json::object();
     for (const auto& fe : front_ends) {
       doc[std::string(fe->protocol())] = endpoint_text(fe->local_endpoint());
+      if (auto tls = fe->tls_endpoint()) doc[std::string(fe->protocol()) + "_tls"] = endpoint_text(*tls);
     }
     doc["region"] = config.region;
     doc["pid"] = ::getpid();

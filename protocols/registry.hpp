@@ -11,6 +11,8 @@
 //   work -> the front end is destroyed after the io_context stopped running.
 #pragma once
 
+#include "protocols/settings.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/result.hpp>
@@ -20,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +53,7 @@ struct Services {
   std::filesystem::path data_dir;
   // Residency rules (config "residency"): path prefix -> allowed regions.
   std::vector<std::pair<std::string, std::vector<std::string>>> residency = {};
+  Settings settings = {};
 };
 
 class FrontEnd {
@@ -57,6 +61,8 @@ class FrontEnd {
   virtual ~FrontEnd();
   virtual std::string_view protocol() const = 0;
   virtual boost::asio::ip::tcp::endpoint local_endpoint() const = 0;
+  // The address of its TLS listener (Settings::tls), when it has one.
+  virtual std::optional<boost::asio::ip::tcp::endpoint> tls_endpoint() const { return std::nullopt; }
   // Begins accepting. Called once, from any thread.
   virtual void start() = 0;
   // Stops accepting, asks in-flight work to finish and cancels what does not

@@ -332,7 +332,9 @@ protocols::FrontEndResult listen(const protocols::Services& services, const tcp:
 }
 
 protocols::FrontEndResult make_front_end(const protocols::Services& services, const tcp::endpoint& endpoint) {
-  return listen(services, endpoint, Options{});
+  Options options;
+  options.root_squash = services.settings.nfs.root_squash;
+  return listen(services, endpoint, options);
 }
 
 }  // namespace weft::nfs

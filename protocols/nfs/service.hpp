@@ -33,7 +33,7 @@ namespace weft::nfs {
 
 struct Options {
   // AUTH_SYS uid 0 acts as the anonymous user instead of the user with uid 0
-  // (the administrator of a new gateway).
+  // (the administrator of a new gateway); config "nfs.root_squash".
   bool root_squash = false;
   // Requests of one connection handled at once; its reading pauses beyond.
   unsigned max_in_flight = 32;

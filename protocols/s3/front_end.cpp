@@ -88,10 +88,10 @@ std::int64_t unix_seconds() {
 // until the last request is done, even past the front end.
 struct State {
   State(ns::Namespace& ns, audit::Log& log, std::string region, const Options& o,
-        std::filesystem::path uploads, asio::thread_pool& pool)
+        std::vector<std::string> domains, std::filesystem::path uploads, asio::thread_pool& pool)
       : service{ns, std::move(region), o.export_name, Uploads(std::move(uploads)), pool, o.min_part_size},
         audit(log),
-        base_domains(o.base_domains) {
+        base_domains(std::move(domains)) {
     unsigned char seed[4];
     RAND_bytes(seed, sizeof seed);
     id_prefix = (std::uint64_t{seed[0]} << 24 | seed[1] << 16 | seed[2] << 8 | seed[3]) << 32;
@@ -230,7 +230,7 @@ protocols::FrontEndResult listen(const protocols::Services& services,
                                  const asio::ip::tcp::endpoint& endpoint, const Options& options) {
   auto pool = std::make_unique<asio::thread_pool>(4);
   auto state = std::make_shared<State>(services.ns, services.audit, services.region, options,
-                                       services.data_dir / "s3-uploads", *pool);
+                                       services.settings.s3.domains, services.data_dir / "s3-uploads", *pool);
   if (auto ec = state->service.uploads.init()) return boost::system::error_code(ec);
   state->register_metrics(services.metrics);
   http::Options ho;

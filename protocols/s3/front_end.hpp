@@ -28,9 +28,6 @@ struct Options {
   // Multipart uploads older than this are aborted (at start, then hourly),
   // as an S3 lifecycle rule AbortIncompleteMultipartUpload would.
   std::chrono::seconds stale_upload_age{std::chrono::hours(7 * 24)};
-  // Host names under which BUCKET.NAME addresses a bucket (virtual-hosted
-  // style); "localhost" lets SDKs address http://BUCKET.localhost:PORT.
-  std::vector<std::string> base_domains{"localhost"};
 };
 
 protocols::FrontEndResult listen(const protocols::Services& services,

@@ -118,8 +118,9 @@ class FrontEnd final : public protocols::FrontEnd {
 protocols::FrontEndResult listen(const protocols::Services& services, const tcp::endpoint& endpoint,
                                  const Options& options) {
   std::string error;
-  auto dir = options.host_key_dir.empty() ? services.data_dir / "sftp" : options.host_key_dir;
-  auto keys = load_or_create_host_keys(dir, options.rsa_bits, error);
+  const protocols::SftpSettings& settings = services.settings.sftp;
+  auto dir = settings.host_key_dir.empty() ? services.data_dir / "sftp" : settings.host_key_dir;
+  auto keys = load_or_create_host_keys(dir, static_cast<int>(settings.rsa_bits), error);
   if (keys.empty()) {
     spdlog::error("sftp: {}", error);
     return error_code(EIO, boost::system::generic_category());

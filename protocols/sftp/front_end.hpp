@@ -13,8 +13,6 @@
 namespace weft::sftp {
 
 struct Options {
-  std::filesystem::path host_key_dir;  // empty: DATA_DIR/sftp
-  int rsa_bits = 3072;
   Limits limits;
   // Authentication throttle per (client address, user).
   unsigned throttle_failures = 10;

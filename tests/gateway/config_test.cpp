@@ -41,12 +41,20 @@ void check_defaults(const Config& c) {
   CHECK(c.log.level == "info");
   CHECK(c.log.format == LogFormat::text);
   CHECK(c.log.file.empty());
-  CHECK(c.listeners.size() == 5);
+  CHECK(c.listeners.size() == 7);
   CHECK(c.listeners.at("s3") == Address{"127.0.0.1", 9000});
   CHECK(c.listeners.at("rest") == Address{"127.0.0.1", 9080});
   CHECK(c.listeners.at("nfs") == Address{"127.0.0.1", 2049});
   CHECK(c.listeners.at("smb") == Address{"127.0.0.1", 4445});
   CHECK(c.listeners.at("sftp") == Address{"127.0.0.1", 2222});
+  CHECK_FALSE(c.listeners.at("s3_tls").has_value());
+  CHECK_FALSE(c.listeners.at("rest_tls").has_value());
+  CHECK(c.tls_cert.empty());
+  CHECK(c.tls_key.empty());
+  CHECK(c.s3.domains == std::vector<std::string>{"localhost"});
+  CHECK_FALSE(c.nfs.root_squash);
+  CHECK(c.sftp.host_key_dir.empty());
+  CHECK(c.sftp.rsa_bits == 3072);
   const weft::ns::Options ns_defaults;
   CHECK(c.ns.data_dir == c.data_dir);
   CHECK(c.ns.inode_cache_entries == ns_defaults.inode_cache_entries);
@@ -118,7 +126,10 @@ TEST_CASE("an unknown key at any level is named") {
   CHECK(error_of(R"({"data_dir": "d", "bogus": 1})")
             .starts_with("config: bogus: unknown key (expected one of data_dir, metadata, region,"));
   CHECK(error_of(R"({"listeners": {"ftp": "127.0.0.1:21"}})") ==
-        "config: listeners.ftp: unknown key (expected one of s3, rest, nfs, smb, sftp)");
+        "config: listeners.ftp: unknown key (expected one of s3, rest, nfs, smb, sftp, s3_tls, rest_tls)");
+  CHECK(error_of(R"({"sftp": {"host_keys": "k"}})") ==
+        "config: sftp.host_keys: unknown key (expected one of host_key_dir, rsa_bits)");
+  CHECK(error_of(R"({"tls": {"ca": "x"}})") == "config: tls.ca: unknown key (expected one of cert, key)");
   CHECK(error_of(R"({"log": {"colour": true}})").starts_with("config: log.colour: unknown key"));
   CHECK(error_of(R"({"namespace": {"cache": 1}})")
             .starts_with("config: namespace.cache: unknown key"));
@@ -289,4 +300,42 @@ TEST_CASE("residency rules: prefixes and regions, each mistake named") {
             .starts_with("config: residency[0].regions: bad region \"bad region\""));
   CHECK(error_of(R"({"residency": [{"prefix": "d", "regions": [], "x": 1}]})")
             .starts_with("config: residency[0].x: unknown key"));
+}
+
+TEST_CASE("per-protocol settings: TLS listeners and files, S3 domains, NFS root squash, SFTP host keys") {
+  auto c = parse(R"({"listeners": {"s3_tls": "127.0.0.1:9443"},
+                     "tls": {"cert": "/etc/weft/cert.pem", "key": "/etc/weft/key.pem"},
+                     "s3": {"domains": ["s3.example.test", "localhost"]},
+                     "nfs": {"root_squash": true},
+                     "sftp": {"host_key_dir": "/etc/weft/ssh", "rsa_bits": 4096}})");
+  REQUIRE(c.has_value());
+  CHECK(c->listeners.at("s3_tls") == Address{"127.0.0.1", 9443});
+  CHECK_FALSE(c->listeners.at("rest_tls").has_value());
+  CHECK(c->tls_cert == "/etc/weft/cert.pem");
+  CHECK(c->tls_key == "/etc/weft/key.pem");
+  CHECK(c->s3.domains == std::vector<std::string>{"s3.example.test", "localhost"});
+  CHECK(c->nfs.root_squash);
+  CHECK(c->sftp.host_key_dir == "/etc/weft/ssh");
+  CHECK(c->sftp.rsa_bits == 4096);
+  Overrides o;
+  o.listeners["rest_tls"] = "127.0.0.1:0";
+  auto flagged = parse("{}", o);
+  REQUIRE(flagged.has_value());
+  CHECK(flagged->listeners.at("rest_tls") == Address{"127.0.0.1", 0});
+
+  CHECK(error_of(R"({"tls": {"cert": "c.pem"}})") == R"(config: tls: needs both "cert" and "key", or neither)");
+  CHECK(error_of(R"({"listeners": {"s3": "off", "s3_tls": "127.0.0.1:9443"}})") ==
+        "config: listeners.s3_tls: needs listeners.s3 on");
+  CHECK(error_of(R"({"listeners": {"rest_tls": "127.0.0.1:9000"}})") ==
+        "config: listeners.s3: 127.0.0.1:9000 is also the address of listeners.rest_tls");
+  o.listeners["rest_tls"] = "nowhere";
+  CHECK(error_of("{}", o) == R"(config: listeners.rest_tls (--rest-tls): bad address "nowhere" (expected host:port or off))");
+  CHECK(error_of(R"({"s3": {"domains": "example.test"}})") ==
+        "config: s3.domains: expected an array of host names, got a string");
+  CHECK(error_of(R"({"s3": {"domains": ["Bad_Name"]}})") ==
+        R"(config: s3.domains: bad host name "Bad_Name" (expected lower-case a-z 0-9 - .))");
+  CHECK(error_of(R"({"nfs": {"root_squash": "yes"}})") ==
+        "config: nfs.root_squash: expected true or false, got a string");
+  CHECK(error_of(R"({"sftp": {"rsa_bits": 1024}})") ==
+        "config: sftp.rsa_bits: must be between 2048 and 8192, got 1024");
 }

@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <stdexcept>
 
 using weft::protocols::FrontEndResult;
@@ -48,11 +50,15 @@ TEST_CASE("unknown names, duplicates and empty factories are programming errors"
   CHECK(r.available() == std::vector<std::string_view>{"rest"});
 }
 
-TEST_CASE("the configuration has one listener per protocol of the registry") {
+TEST_CASE("the configuration has one listener per protocol of the registry, and the TLS ones") {
   auto config = weft::gateway::default_config();
-  CHECK(config.listeners.size() == kProtocols.size());
+  CHECK(config.listeners.size() == kProtocols.size() + weft::gateway::kTlsListeners.size());
   for (auto p : kProtocols) {
     CAPTURE(p);
     CHECK(config.listeners.contains(p));
+  }
+  for (auto tls : weft::gateway::kTlsListeners) {
+    CAPTURE(tls);
+    CHECK(std::find(kProtocols.begin(), kProtocols.end(), tls.substr(0, tls.find('_'))) != kProtocols.end());
   }
 }

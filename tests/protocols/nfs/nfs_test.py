@@ -38,9 +38,11 @@ def require_tool(test, name):
 class NfsCase(unittest.TestCase):
     """One gateway per test class, with NFS and REST listeners."""
 
+    config = None  # the --config of the class's gateway, as a dict
+
     @classmethod
     def setUpClass(cls):
-        cls.gw = Gateway(WEFT, protocols=("nfs", "rest"))
+        cls.gw = Gateway(WEFT, protocols=("nfs", "rest"), config=cls.config)
         cls.port = int(cls.gw.endpoints["nfs"].rsplit(":", 1)[1])
         cls.scratch = cls.gw.tmp / "scratch"
         cls.scratch.mkdir()
@@ -119,6 +121,20 @@ class ProceduresTest(NfsCase):
         self.client("denied", "/team", 4100, "readonly")
         status, body = self.rest("GET", "/files/data/shared/readme")
         self.assertEqual((status, body), (200, b"read me"))
+
+
+class RootSquashTest(NfsCase):
+    config = {"nfs": {"root_squash": True}}
+
+    def test_uid_0_is_squashed_to_anonymous(self):
+        # The administrator has uid 0; squashed, AUTH_SYS uid 0 is nobody,
+        # who may not mount a private export (MNT3ERR_ACCES).
+        c = Conn(self.port)
+        path = b"/data"
+        c.send(record(call(1, MOUNT_PROG, 3, 1, struct.pack(">I", len(path)) + path + b"\0" * (-len(path) % 4))))
+        xid, acc, rest = accepted(c.reply())
+        self.assertEqual((xid, acc, struct.unpack(">I", rest[:4])[0]), (1, 0, 13))
+        c.close()
 
 
 class LibnfsUtilsTest(NfsCase):

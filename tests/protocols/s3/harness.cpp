@@ -144,7 +144,7 @@ Response Client::del(const std::string& path, const std::string& query) {
   return send(ClientRequest{"DELETE", path, query, {}, {}, {}});
 }
 
-Gateway::Gateway(std::optional<s3::Options> options) {
+Gateway::Gateway(std::optional<s3::Options> options, protocols::Settings settings) {
   ns::Options o;
   o.data_dir = (dir_.path() / "ns").string();
   o.blocking_threads = 2;
@@ -161,7 +161,8 @@ Gateway::Gateway(std::optional<s3::Options> options) {
   audit_ = std::move(*log);
   work_.emplace(io_.get_executor());
   for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
-  services_.emplace(protocols::Services{io_, *ns_, metrics_, *audit_, "us-east-1", dir_.path()});
+  services_.emplace(protocols::Services{io_, *ns_, metrics_, *audit_, "us-east-1", dir_.path(), {},
+                                       std::move(settings)});
   const tcp::endpoint any_port(asio::ip::make_address("127.0.0.1"), 0);
   protocols::Registry registry;
   protocols::register_all(registry);

@@ -88,7 +88,7 @@ class Client {
 // the registry (protocols::register_all), as the runtime creates it.
 class Gateway {
  public:
-  explicit Gateway(std::optional<s3::Options> options = std::nullopt);
+  explicit Gateway(std::optional<s3::Options> options = std::nullopt, protocols::Settings settings = {});
   ~Gateway();
 
   ns::Namespace& ns() { return *ns_; }

@@ -289,9 +289,9 @@ TEST_CASE("a client that stops mid-body times out; the previous version stays") 
 }
 
 TEST_CASE("virtual-hosted style: the bucket in Host under a base domain") {
-  s3::Options o;
-  o.base_domains = {"s3.example.test"};
-  Gateway g(o);
+  protocols::Settings settings;
+  settings.s3.domains = {"s3.example.test"};
+  Gateway g(std::nullopt, std::move(settings));
   auto c = g.client(g.add_user("alice"));
   auto vhost = [&](std::string method, std::string path, std::string host, std::string body = {}) {
     ClientRequest req{std::move(method), std::move(path), "", {{"host", std::move(host)}}, std::move(body), {}};

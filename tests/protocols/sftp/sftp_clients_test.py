@@ -71,8 +71,10 @@ def write_random(path, size, seed=0):
 class Gateway:
     """One `weft serve` with SFTP, REST and S3 on port 0 in a scratch dir."""
 
-    def __init__(self, root):
+    def __init__(self, root, config=None):
+        """`config`: a dict written as the --config file."""
         self.root = pathlib.Path(root)
+        self.config = config
         self.root.mkdir(parents=True, exist_ok=True)
         self.data = self.root / "data"
         self.log_path = self.root / "weft.log"
@@ -81,6 +83,10 @@ class Gateway:
     def start(self):
         args = [WEFT, "serve", "--data", str(self.data), "--sftp", "127.0.0.1:0", "--rest", "127.0.0.1:0",
                 "--s3", "127.0.0.1:0", "--nfs", "off", "--smb", "off"]
+        if self.config is not None:
+            config_path = self.root / "weft.json"
+            config_path.write_text(json.dumps(self.config))
+            args += ["--config", str(config_path)]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         path = self.data / "endpoints.json"
@@ -691,6 +697,42 @@ class ShutdownTest(unittest.TestCase):
             self.assertFalse(st["dirty"])
         finally:
             GW = saved
+            gw.stop()
+
+
+class HostKeyConfigTest(unittest.TestCase):
+    @unittest.skipUnless(have("ssh-keyscan") and have("ssh-keygen"), "needs ssh-keyscan and ssh-keygen")
+    def test_host_keys_from_the_configured_dir(self):
+        """config sftp.host_key_dir and sftp.rsa_bits: the keys are made
+        there on first start, at that size, served, and kept across
+        restarts."""
+        keys = TMP / "configured-host-keys"
+        gw = Gateway(TMP / "hostkeys", config={"sftp": {"host_key_dir": str(keys), "rsa_bits": 2048}}).start()
+        try:
+            self.assertFalse((gw.data / "sftp").exists())
+
+            def served(kind):
+                out = subprocess.run(["ssh-keyscan", "-p", str(gw.port), "-t", kind, gw.host],
+                                     capture_output=True, text=True, timeout=30).stdout
+                return [line.split()[1:3] for line in out.splitlines() if line and not line.startswith("#")]
+
+            def public(name):
+                out = subprocess.run(["ssh-keygen", "-y", "-f", str(keys / name)],
+                                     capture_output=True, text=True, check=True).stdout
+                return out.split()[:2]
+
+            self.assertEqual(oct((keys / "ssh_host_rsa_key").stat().st_mode & 0o777), "0o600")
+            bits = subprocess.run(["ssh-keygen", "-l", "-f", str(keys / "ssh_host_rsa_key")],
+                                  capture_output=True, text=True, check=True).stdout.split()[0]
+            self.assertEqual(bits, "2048")
+            rsa, ed = served("rsa"), served("ed25519")
+            self.assertEqual(rsa, [public("ssh_host_rsa_key")])
+            self.assertEqual(ed, [public("ssh_host_ed25519_key")])
+            gw.stop()
+            gw.start()
+            self.assertEqual(served("rsa"), rsa)
+            self.assertEqual(served("ed25519"), ed)
+        finally:
             gw.stop()
 
 
