@@ -215,6 +215,21 @@ void apply_namespace(Config& c, const json& object) {
           });
 }
 
+void apply_audit(Config& c, const json& object) {
+  members("audit", object, {"dir", "max_file_bytes", "max_files", "queue_capacity"},
+          [&](std::string_view name, const std::string& key, const json& v) {
+            if (name == "dir") {
+              c.audit.dir = string_of(key, v);
+            } else if (name == "max_file_bytes") {
+              c.audit.max_file_bytes = integer_of(key, v, 4096, std::uint64_t{1} << 40);
+            } else if (name == "max_files") {
+              c.audit.max_files = static_cast<unsigned>(integer_of(key, v, 1, 100000));
+            } else {
+              c.audit.queue_capacity = integer_of(key, v, 16, std::uint64_t{1} << 24);
+            }
+          });
+}
+
 void apply_residency(Config& c, const json& rules) {
   if (!rules.is_array()) fail("residency", "expected an array, got " + std::string(json_type(rules)));
   for (std::size_t i = 0; i < rules.size(); ++i) {
@@ -290,8 +305,8 @@ void apply_sftp(Config& c, const json& object) {
 
 void apply_file(Config& c, const json& root) {
   members("", root,
-          {"data_dir", "metadata", "region", "listeners", "threads", "log", "namespace", "residency", "tls", "s3",
-           "nfs", "sftp"},
+          {"data_dir", "metadata", "region", "listeners", "threads", "log", "namespace", "residency", "audit", "tls",
+           "s3", "nfs", "sftp"},
           [&](std::string_view name, const std::string& key, const json& v) {
             if (name == "data_dir") {
               c.data_dir = string_of(key, v);
@@ -309,6 +324,8 @@ void apply_file(Config& c, const json& root) {
               apply_log(c, v);
             } else if (name == "residency") {
               apply_residency(c, v);
+            } else if (name == "audit") {
+              apply_audit(c, v);
             } else if (name == "tls") {
               apply_tls(c, v);
             } else if (name == "s3") {

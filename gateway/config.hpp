@@ -6,6 +6,7 @@
 // conf/weft.example.json documents every option.
 #pragma once
 
+#include "gateway/audit/log.hpp"
 #include "gateway/ns/namespace.hpp"
 #include "protocols/settings.hpp"
 
@@ -60,6 +61,8 @@ struct Config {
   LogConfig log;
   // The namespace options; their data_dir is always the one above.
   ns::Options ns;
+  // The audit log; an empty dir is DATA_DIR/audit.
+  audit::Options audit;
   // Residency (a hub's policy): path prefix ("export/dir", no leading '/')
   // -> the regions whose spokes may receive its metadata and data.
   std::vector<std::pair<std::string, std::vector<std::string>>> residency;

@@ -352,8 +352,8 @@ struct Server::Impl {
       return 1;
     }
     ns = std::move(*opened);
-    audit::Options audit_options;
-    audit_options.dir = file("audit");
+    audit::Options audit_options = config.audit;
+    if (audit_options.dir.empty()) audit_options.dir = file("audit");
     auto log = audit::Log::open(audit_options, metrics::Registry::global());
     if (!log) {
       spdlog::error("cannot open the audit log in {}: {}", audit_options.dir.string(),

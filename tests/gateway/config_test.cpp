@@ -55,6 +55,11 @@ void check_defaults(const Config& c) {
   CHECK_FALSE(c.nfs.root_squash);
   CHECK(c.sftp.host_key_dir.empty());
   CHECK(c.sftp.rsa_bits == 3072);
+  const weft::audit::Options audit_defaults;
+  CHECK(c.audit.dir.empty());
+  CHECK(c.audit.max_file_bytes == audit_defaults.max_file_bytes);
+  CHECK(c.audit.max_files == audit_defaults.max_files);
+  CHECK(c.audit.queue_capacity == audit_defaults.queue_capacity);
   const weft::ns::Options ns_defaults;
   CHECK(c.ns.data_dir == c.data_dir);
   CHECK(c.ns.inode_cache_entries == ns_defaults.inode_cache_entries);
@@ -338,4 +343,19 @@ TEST_CASE("per-protocol settings: TLS listeners and files, S3 domains, NFS root 
         "config: nfs.root_squash: expected true or false, got a string");
   CHECK(error_of(R"({"sftp": {"rsa_bits": 1024}})") ==
         "config: sftp.rsa_bits: must be between 2048 and 8192, got 1024");
+}
+
+TEST_CASE("audit log settings") {
+  auto c = parse(R"({"audit": {"dir": "/var/log/weft", "max_file_bytes": 1048576, "max_files": 3,
+                               "queue_capacity": 1024}})");
+  REQUIRE(c.has_value());
+  CHECK(c->audit.dir == "/var/log/weft");
+  CHECK(c->audit.max_file_bytes == 1048576);
+  CHECK(c->audit.max_files == 3);
+  CHECK(c->audit.queue_capacity == 1024);
+  CHECK(error_of(R"({"audit": {"max_file_bytes": 100}})") ==
+        "config: audit.max_file_bytes: must be between 4096 and 1099511627776, got 100");
+  CHECK(error_of(R"({"audit": {"max_files": 0}})") == "config: audit.max_files: must be between 1 and 100000, got 0");
+  CHECK(error_of(R"({"audit": {"rotate": true}})")
+            .starts_with("config: audit.rotate: unknown key (expected one of dir, max_file_bytes,"));
 }

@@ -31,8 +31,9 @@ class Gateway:
             args += ["--region", region]
         self.log_path = self.tmp / "weft.log"
         with open(self.log_path, "wb") as log:
+            # In its scratch dir, where relative paths of a config land.
             self.proc = subprocess.Popen([weft, "serve", "--data", str(self.data), *args],
-                                         stdout=log, stderr=subprocess.STDOUT)
+                                         stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp)
         self.endpoints = self._wait_for_endpoints()
         self.credentials = json.loads((self.data / "credentials.json").read_text())
         self.url = "http://" + self.endpoints["rest"]

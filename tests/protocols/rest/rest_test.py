@@ -52,9 +52,11 @@ def ssh_key(comment):
 class RestCase(unittest.TestCase):
     """One gateway per test class; `self.s` is an admin session."""
 
+    config = None  # the --config of the class's gateway, as a dict
+
     @classmethod
     def setUpClass(cls):
-        cls.gw = Gateway(WEFT)
+        cls.gw = Gateway(WEFT, config=cls.config)
         cls.url = cls.gw.url
         cls.s = requests.Session()
         cls.s.auth = cls.gw.admin
@@ -559,6 +561,27 @@ class AuditTest(RestCase):
         self.assertEqual((rec["user"], rec["protocol"], rec["result"], rec["bytes"]), ("admin", "s3", "ok", 6))
         [read] = self.exactly(1, path="data/s3bucket/object.txt", protocol="rest")
         self.assertEqual(read["op"], "files.read")
+
+
+class AuditRotationTest(RestCase):
+    config = {"audit": {"dir": "elsewhere-audit", "max_file_bytes": 4096, "max_files": 2}}
+
+    def test_rotated_by_size_in_the_configured_dir(self):
+        # A relative dir is relative to the working directory, like data_dir.
+        audit_dir = pathlib.Path(self.gw.tmp) / "elsewhere-audit"
+        for i in range(60):
+            self.assertEqual(self.s.put(self.api("/files/data/r%02d.txt" % i), data=b"x").status_code, 201)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not (audit_dir / "audit.log.2").exists():
+            time.sleep(0.05)
+        names = sorted(p.name for p in audit_dir.iterdir())
+        self.assertEqual(names, ["audit.log", "audit.log.1", "audit.log.2"])
+        self.assertFalse((self.gw.data / "audit").exists())
+        for name in names:
+            self.assertLessEqual((audit_dir / name).stat().st_size, 4096)
+        # The newest records are still queried through REST.
+        r = self.s.get(self.api("/audit"), params={"path": "data/r59.txt"})
+        self.assertEqual([rec["op"] for rec in r.json()["records"]], ["files.write"])
 
 
 class BadInputTest(RestCase):
