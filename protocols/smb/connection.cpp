@@ -25,6 +25,8 @@ namespace {
 constexpr std::size_t kTransformSize = 52;
 // The largest frame: a WRITE of max_io bytes, or a compound of small requests.
 constexpr std::size_t kFrameOverhead = 64 * 1024;
+// Lone WRITE messages served at once by one connection (see run()).
+constexpr unsigned kMaxWritesInFlight = 4;
 
 bool needs_tree(Command c) {
   switch (c) {
@@ -57,7 +59,8 @@ Connection::Connection(std::shared_ptr<Server> server, asio::ip::tcp::socket soc
     : server_(std::move(server)),
       socket_(std::move(socket)),
       watchdog_(socket_.get_executor()),
-      drained_(socket_.get_executor()) {
+      drained_(socket_.get_executor()),
+      writes_done_(socket_.get_executor()) {
   window_.push_back(false);  // message id 0: the first NEGOTIATE
   boost::system::error_code ec;
   auto ep = socket_.remote_endpoint(ec);
@@ -108,12 +111,49 @@ asio::awaitable<void> Connection::run() {
     auto [ec2, n2] = co_await asio::async_read(socket_, asio::buffer(frame), asio::as_tuple(use_awaitable));
     watchdog_.cancel();
     if (ec2) break;
-    if (!co_await handle_frame(frame)) break;
+    if (lone_write(frame)) {
+      co_await wait_for_writes(kMaxWritesInFlight - 1);
+      ++writes_in_flight_;
+      asio::co_spawn(socket_.get_executor(), serve_write(std::move(frame)), asio::detached);
+      frame.clear();
+      if (!spare_frames_.empty()) {
+        frame = std::move(spare_frames_.back());
+        spare_frames_.pop_back();
+      }
+      if (!socket_.is_open()) break;
+      continue;
+    }
+    co_await wait_for_writes(0);
+    if (!socket_.is_open() || !co_await handle_frame(frame)) break;
     if (frame.capacity() > (1u << 20) && len < 4096) frame = {};  // give back a large buffer when idle-sized
   }
   close();
+  co_await wait_for_writes(0);
   while (!sessions_.empty()) co_await drop_session(sessions_.begin()->first);
   server_->connections->add(-1);
+}
+
+bool Connection::lone_write(ByteView frame) const {
+  Reader peek(frame);
+  if (peek.u32() != kProtocolSmb2) return false;
+  auto h = parse_header(frame);
+  return h && negotiated_ && h->command == Command::write && h->next_command == 0 &&
+         !(h->flags & (flags::related | flags::server_to_redir));
+}
+
+asio::awaitable<void> Connection::wait_for_writes(unsigned at_most) {
+  while (writes_in_flight_ > at_most) {
+    writes_done_.expires_at(asio::steady_timer::time_point::max());
+    co_await writes_done_.async_wait(asio::as_tuple(use_awaitable));
+  }
+}
+
+asio::awaitable<void> Connection::serve_write(std::vector<std::uint8_t> frame) {
+  auto self = shared_from_this();
+  if (!co_await handle_frame(frame)) close();
+  --writes_in_flight_;
+  writes_done_.cancel();
+  if (spare_frames_.size() < kMaxWritesInFlight) spare_frames_.push_back(std::move(frame));
 }
 
 asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {

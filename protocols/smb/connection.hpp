@@ -14,6 +14,7 @@
 #include "protocols/smb/opens.hpp"
 #include "protocols/smb/wire.hpp"
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -68,10 +69,13 @@ struct CommandMetrics {
 
 // What every connection shares; connections own it (shared_ptr).
 struct Server {
-  Server(ns::Namespace& n, audit::Log& a, Config c) : ns(n), audit(a), config(std::move(c)) {}
+  Server(ns::Namespace& n, audit::Log& a, Config c, boost::asio::any_io_executor io)
+      : ns(n), audit(a), config(std::move(c)), io(std::move(io)) {}
   ns::Namespace& ns;
   audit::Log& audit;
   Config config;
+  // The io_context without a connection's strand: where WRITE data is copied.
+  boost::asio::any_io_executor io;
   std::array<std::uint8_t, 16> guid{};
   std::int64_t start_ns = 0;
   OpenTable opens;
@@ -239,6 +243,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::size_t outbox_bytes_ = 0;
   bool writing_ = false;
   boost::asio::steady_timer drained_;  // cancelled whenever the outbox shrinks
+
+  // Lone WRITE messages are served by their own coroutines, their data
+  // written on another thread while the next messages are read and checked
+  // (as smbd's asynchronous I/O does); any other message first waits until
+  // none is in flight, so everything else sees the writes in order.
+  unsigned writes_in_flight_ = 0;
+  boost::asio::steady_timer writes_done_;  // cancelled whenever one finishes
+  std::vector<std::vector<std::uint8_t>> spare_frames_;  // their buffers, for reuse
+  bool lone_write(ByteView frame) const;
+  boost::asio::awaitable<void> wait_for_writes(unsigned at_most);
+  boost::asio::awaitable<void> serve_write(std::vector<std::uint8_t> frame);
 
   std::map<std::uint64_t, std::unique_ptr<Session>> sessions_;
   std::unordered_map<std::uint64_t, Open> opens_;

@@ -7,6 +7,9 @@
 #include "protocols/smb/paths.hpp"
 #include "protocols/smb/status.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 namespace weft::smb {
 
 namespace asio = boost::asio;
@@ -339,7 +342,11 @@ Connection::Task Connection::on_write(Request& r) {
   } else if (offset > (1ull << 62)) {
     co_return error(status::invalid_parameter);
   }
-  auto n = co_await server_->ns.write(ctx, *o->handle, offset, std::as_bytes(*data));
+  // The copy into the file runs on another thread of the io_context, so the
+  // connection reads and checks the next WRITE meanwhile (run()).
+  const ns::Handle handle = *o->handle;
+  auto n = co_await asio::co_spawn(server_->io,
+                                   server_->ns.write(ctx, handle, offset, std::as_bytes(*data)), asio::use_awaitable);
   if (!n) co_return error(to_status(n.error()));
   if (write_flags & 1) {  // SMB2_WRITEFLAG_WRITE_THROUGH
     auto flushed = co_await server_->ns.flush(ctx, *o->handle);
