@@ -14,7 +14,7 @@
 #include <fstream>
 #include <random>
 
-#include "../backend/temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 namespace asio = boost::asio;
 using namespace weft::cache;

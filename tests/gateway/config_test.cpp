@@ -2,7 +2,7 @@
 // clear message naming the key for every kind of mistake.
 #include "gateway/config.hpp"
 
-#include "../backend/temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 // the level filter; a log file that cannot be opened is a config error.
 #include "gateway/logging.hpp"
 
-#include "../backend/temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

@@ -4,7 +4,7 @@
 // admin user is created once; a busy port fails the start.
 #include "gateway/server.hpp"
 
-#include "../backend/temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 #include "gateway/ns/namespace.hpp"
 #include "protocols/registry.hpp"
 

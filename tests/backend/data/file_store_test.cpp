@@ -1,6 +1,6 @@
 #include "backend/data/file_store.hpp"
 
-#include "../temp_dir.hpp"
+#include "../../support/temp_dir.hpp"
 
 #include <doctest/doctest.h>
 

@@ -3,7 +3,7 @@
 // PostgreSQL is not installed). Engine-specific behaviour comes last.
 #include "backend/kv/kv.hpp"
 
-#include "../temp_dir.hpp"
+#include "../../support/temp_dir.hpp"
 #include "postgres_server.hpp"
 
 #include <doctest/doctest.h>

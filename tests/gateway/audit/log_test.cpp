@@ -6,6 +6,8 @@
 #include "gateway/audit/time.hpp"
 #include "gateway/metrics/metrics.hpp"
 
+#include "../../support/temp_dir.hpp"
+
 #include <doctest/doctest.h>
 
 #include <stdlib.h>
@@ -23,21 +25,9 @@ using weft::audit::Log;
 using weft::audit::Options;
 using weft::audit::Query;
 using weft::audit::Record;
+using weft::test::TempDir;
 
 namespace {
-
-struct TempDir {
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "weft-audit-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    path = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path path;
-};
 
 Record make(int i, std::string user = "alice", std::string protocol = "rest",
             std::string path = "data/dir/file") {
@@ -94,7 +84,7 @@ TEST_CASE("a record is one JSON line with every field, and reads back") {
 TEST_CASE("records are written, flushed and queried newest first") {
   TempDir tmp;
   weft::metrics::Registry m;
-  auto log = open_log(tmp.path, m);
+  auto log = open_log(tmp.path(), m);
   for (int i = 0; i < 10; ++i) log->record(make(i));
   log->flush();
   auto got = all(*log);
@@ -102,7 +92,7 @@ TEST_CASE("records are written, flushed and queried newest first") {
   for (int i = 0; i < 10; ++i) CHECK(got[i].request_id == "req-" + std::to_string(9 - i));
   CHECK(got[0].time_ns >= got[9].time_ns);
   CHECK(got[0].time_ns > weft::audit::now_ns() - 60'000'000'000);
-  auto mode = fs::status(tmp.path / "audit.log").permissions();
+  auto mode = fs::status(tmp.path() / "audit.log").permissions();
   CHECK((mode & (fs::perms::group_all | fs::perms::others_all)) == fs::perms::none);
   CHECK(m.counter("weft_audit_records_total", "").value() == 10);
 }
@@ -110,7 +100,7 @@ TEST_CASE("records are written, flushed and queried newest first") {
 TEST_CASE("queries filter by user, protocol, path prefix, time and limit") {
   TempDir tmp;
   weft::metrics::Registry m;
-  auto log = open_log(tmp.path, m);
+  auto log = open_log(tmp.path(), m);
   log->record(make(0, "alice", "rest", "data/a"));
   log->record(make(1, "bob", "s3", "data/a/b"));
   log->record(make(2, "alice", "s3", "data/ab"));
@@ -160,21 +150,21 @@ TEST_CASE("files rotate by size and at most max_files old ones are kept") {
   Options o;
   o.max_file_bytes = 2000;
   o.max_files = 3;
-  auto log = open_log(tmp.path, m, o);
+  auto log = open_log(tmp.path(), m, o);
   const int n = 300;
   for (int i = 0; i < n; ++i) {
     log->record(make(i));
     if (i % 7 == 0) log->flush();  // several batches, as in a live gateway
   }
   log->flush();
-  CHECK(fs::exists(tmp.path / "audit.log"));
+  CHECK(fs::exists(tmp.path() / "audit.log"));
   for (int k = 1; k <= 3; ++k) {
     CAPTURE(k);
-    REQUIRE(fs::exists(tmp.path / ("audit.log." + std::to_string(k))));
-    CHECK(fs::file_size(tmp.path / ("audit.log." + std::to_string(k))) <= 2000);
+    REQUIRE(fs::exists(tmp.path() / ("audit.log." + std::to_string(k))));
+    CHECK(fs::file_size(tmp.path() / ("audit.log." + std::to_string(k))) <= 2000);
   }
-  CHECK_FALSE(fs::exists(tmp.path / "audit.log.4"));
-  CHECK(fs::file_size(tmp.path / "audit.log") <= 2000);
+  CHECK_FALSE(fs::exists(tmp.path() / "audit.log.4"));
+  CHECK(fs::file_size(tmp.path() / "audit.log") <= 2000);
   CHECK(m.counter("weft_audit_rotations_total", "").value() > 3);
 
   // What is kept is the newest records, contiguous, newest first.
@@ -190,7 +180,7 @@ TEST_CASE("a full queue drops and counts records instead of blocking") {
   weft::metrics::Registry m;
   Options o;
   o.queue_capacity = 4;
-  auto log = open_log(tmp.path, m, o);
+  auto log = open_log(tmp.path(), m, o);
   const int n = 100'000;
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) log->record(make(i));
@@ -209,14 +199,14 @@ TEST_CASE("after close, records are dropped; a reopened log appends") {
   TempDir tmp;
   weft::metrics::Registry m;
   {
-    auto log = open_log(tmp.path, m);
+    auto log = open_log(tmp.path(), m);
     log->record(make(1));
     log->close();
     log->record(make(2));
     CHECK(log->dropped() == 1);
     log->flush();  // harmless after close
   }
-  auto log = open_log(tmp.path, m);
+  auto log = open_log(tmp.path(), m);
   log->record(make(3));
   log->flush();
   auto got = all(*log);
@@ -229,15 +219,15 @@ TEST_CASE("a torn or foreign line is skipped by queries") {
   TempDir tmp;
   weft::metrics::Registry m;
   {
-    auto log = open_log(tmp.path, m);
+    auto log = open_log(tmp.path(), m);
     log->record(make(1));
     log->close();
   }
   {
-    std::ofstream out(tmp.path / "audit.log", std::ios::app);
+    std::ofstream out(tmp.path() / "audit.log", std::ios::app);
     out << "not json\n{\"time\":\"2023-11-14T22:13:20Z\",\"user\":";  // a crash mid-line
   }
-  auto log = open_log(tmp.path, m);
+  auto log = open_log(tmp.path(), m);
   log->record(make(2));
   log->flush();
   auto got = all(*log);
@@ -248,7 +238,7 @@ TEST_CASE("a torn or foreign line is skipped by queries") {
 TEST_CASE("many threads record concurrently; nothing is lost below capacity") {
   TempDir tmp;
   weft::metrics::Registry m;
-  auto log = open_log(tmp.path, m);
+  auto log = open_log(tmp.path(), m);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {

@@ -9,18 +9,6 @@
 
 namespace weft::ns::test {
 
-TempDir::TempDir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "weft-ns-XXXXXX").string();
-  if (!::mkdtemp(pattern.data()))
-    throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
-
 Result<std::unique_ptr<Namespace>> RocksdbLocal::open(Options options) {
   options.data_dir = (dir_.path() / "data").string();
   return Namespace::open(options);

@@ -17,12 +17,16 @@
 
 #include "gateway/ns/namespace.hpp"
 
+#include "../../support/temp_dir.hpp"
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <memory>
 
 namespace weft::ns::test {
+
+using weft::test::TempDir;
 
 class Storage {
  public:
@@ -33,19 +37,6 @@ class Storage {
   // the combination sets where the data lives. Opening again after the
   // previous namespace was closed finds everything it persisted.
   virtual Result<std::unique_ptr<Namespace>> open(Options options) = 0;
-};
-
-// A fresh directory under the system temporary directory, removed with it.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
 };
 
 // RocksDB metadata and local data files, both in one temporary directory.

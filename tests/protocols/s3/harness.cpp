@@ -22,17 +22,6 @@ namespace asio = boost::asio;
 namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 
-TempDir::TempDir() {
-  std::string templ = (std::filesystem::temp_directory_path() / "weft-s3-XXXXXX").string();
-  if (::mkdtemp(templ.data()) == nullptr) std::abort();
-  path_ = templ;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 std::string Response::header(std::string_view name) const {
   for (const auto& h : headers)
     if (h.name == name) return h.value;

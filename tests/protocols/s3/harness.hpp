@@ -11,6 +11,8 @@
 #include "protocols/registry.hpp"
 #include "protocols/s3/front_end.hpp"
 
+#include "../../support/temp_dir.hpp"
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
@@ -24,17 +26,7 @@
 
 namespace weft::s3::test {
 
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using weft::test::TempDir;
 
 struct Response {
   unsigned status = 0;

@@ -1,6 +1,6 @@
 // The SFTP session over a real namespace, in process: pipelined requests,
 // packets split across channel reads, handles after close, a broken stream.
-#include "../../backend/temp_dir.hpp"
+#include "../../support/temp_dir.hpp"
 
 #include "gateway/audit/log.hpp"
 #include "gateway/metrics/metrics.hpp"
