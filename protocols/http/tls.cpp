@@ -1,6 +1,7 @@
 #include "protocols/http/tls.hpp"
 
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/throw_exception.hpp>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
@@ -166,12 +167,20 @@ Result<std::shared_ptr<ssl::context>> server_context(const fs::path& certificate
   boost::system::error_code ec;
   ctx->use_certificate_chain_file(certificate_chain.string(), ec);
   if (ec) return file_error("TLS certificate", certificate_chain, "no usable PEM certificate chain (" + ec.message() + ")");
+  auto mismatch = [&] {
+    return file_error("TLS private key", private_key,
+                      "does not match the certificate in " + certificate_chain.string());
+  };
   ctx->use_private_key_file(private_key.string(), ssl::context::pem, ec);
+  // OpenSSL checks a key against a certificate of its own type here, and
+  // against one of another type (an EC key, an RSA certificate) only below.
+  if (ec && ec.category() == boost::asio::error::get_ssl_category() &&
+      ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == X509_R_KEY_VALUES_MISMATCH)
+    return mismatch();
   if (ec) return file_error("TLS private key", private_key, "no usable PEM private key (" + ec.message() + ")");
   if (SSL_CTX_check_private_key(native) != 1) {
     ERR_clear_error();
-    return file_error("TLS private key", private_key,
-                      "does not match the certificate in " + certificate_chain.string());
+    return mismatch();
   }
   return ctx;
 }
