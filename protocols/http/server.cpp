@@ -10,6 +10,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_cat.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -286,7 +287,16 @@ class ExchangeImpl final : public Exchange {
   asio::awaitable<error_code> send(const ResponseHead& head, std::string_view body) override {
     if (auto ec = begin_head(head, body.size())) co_return ec;
     std::array<asio::const_buffer, 2> bufs{asio::buffer(head_text_), asio::buffer(body.data(), expected_)};
-    co_return co_await write(bufs, expected_);
+    if constexpr (kIsTls<Stream>) {
+      // Asio writes a std::array of two buffers by passing both again after
+      // a partial write, the first then empty; Beast's ssl_stream writes 0
+      // bytes for that, which async_write takes for the end, so a body over
+      // 16 KiB was never sent. A buffers_cat takes Asio's general path,
+      // which drops used-up buffers.
+      co_return co_await write(beast::buffers_cat(bufs[0], bufs[1]), expected_);
+    } else {
+      co_return co_await write(bufs, expected_);
+    }
   }
 
   asio::awaitable<error_code> send_head(const ResponseHead& head) override {

@@ -203,6 +203,20 @@ TEST_CASE("pipelined requests are answered in order on one connection") {
   }
 }
 
+TEST_CASE("a large body is echoed whole, in one response write") {
+  for (bool tls : {false, true}) {
+    CAPTURE(tls);
+    Running r({}, tls);
+    Client c(r.port(), tls);
+    std::string body(300000, 'z');
+    body[123456] = 'q';
+    c.send("PUT /big HTTP/1.1\r\nHost: x\r\nContent-Length: 300000\r\nConnection: close\r\n\r\n" + body);
+    std::string out = c.read_all();
+    CHECK(out.find("Content-Length: 300009\r\n") != std::string::npos);
+    CHECK(out.ends_with("\r\n\r\nPUT /big " + body));
+  }
+}
+
 TEST_CASE("a chunked request body is decoded for the handler") {
   for (bool tls : {false, true}) {
     CAPTURE(tls);
