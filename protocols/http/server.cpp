@@ -6,6 +6,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -21,6 +22,7 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 #include <boost/beast/websocket/stream.hpp>
+#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -168,8 +170,10 @@ struct Session final : SessionBase, std::enable_shared_from_this<Session<Stream>
   asio::awaitable<void> run();
   asio::awaitable<bool> handshake();
   asio::awaitable<void> serve();
+  std::string refusal(const Reply& r) const;
   asio::awaitable<void> reply(const Reply& r);
   asio::awaitable<void> linger();
+  asio::awaitable<void> drain(std::chrono::steady_clock::time_point deadline);
   void close() override {
     error_code ec;
     tcp().socket().shutdown(tcp::socket::shutdown_both, ec);
@@ -402,10 +406,16 @@ class ExchangeImpl final : public Exchange {
 }  // namespace
 
 template <class Stream>
-asio::awaitable<void> Session<Stream>::reply(const Reply& r) {
+std::string Session<Stream>::refusal(const Reply& r) const {
   ResponseHead head{r.status, r.headers, r.body.size()};
   std::string text = format_head(head, r.body.size(), true, server->options.server_name);
   text += r.body;
+  return text;
+}
+
+template <class Stream>
+asio::awaitable<void> Session<Stream>::reply(const Reply& r) {
+  std::string text = refusal(r);
   tcp().expires_after(server->options.write_timeout);
   co_await asio::async_write(stream, asio::buffer(text), kUse);
 }
@@ -421,13 +431,18 @@ template <class Stream>
 asio::awaitable<void> Session<Stream>::linger() {
   busy = false;  // a stopping server closes it at once
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  tcp().expires_at(deadline);
   if constexpr (kIsTls<Stream>) {
     // Sends close_notify, then reads (and drops) records until the
     // client's close_notify, its close or an error; the rest is drained
     // below without decrypting it.
+    tcp().expires_at(deadline);
     co_await stream.async_shutdown(kUse);
   }
+  co_await drain(deadline);
+}
+
+template <class Stream>
+asio::awaitable<void> Session<Stream>::drain(std::chrono::steady_clock::time_point deadline) {
   error_code ec;
   tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
   if (ec) co_return;
@@ -440,16 +455,29 @@ asio::awaitable<void> Session<Stream>::linger() {
 }
 
 // The TLS handshake, bounded by the read timeout; a client that never
-// starts it, or speaks plain HTTP to the TLS port, is closed here.
+// starts it is closed. One that speaks plain HTTP to the TLS port gets, as
+// from nginx, a plain-HTTP 400 that says why (OpenSSL recognizes the
+// common methods and sends no alert of its own).
 template <class Stream>
 asio::awaitable<bool> Session<Stream>::handshake() {
   if constexpr (kIsTls<Stream>) {
     tcp().expires_after(server->options.read_timeout);
     auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, kUse);
-    if (ec) {
-      spdlog::debug("http: TLS handshake with {} failed: {}", remote, ec.message());
-      co_return false;
+    if (!ec) co_return true;
+    spdlog::debug("http: TLS handshake with {} failed: {}", remote, ec.message());
+    if (ec.category() == asio::error::get_ssl_category() &&
+        ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_HTTP_REQUEST) {
+      Reply r = server->failure_reply(Failure::bad_request);
+      if (r.body.empty()) {
+        r.headers.emplace_back("Content-Type", "text/plain");
+        r.body = "This port speaks HTTPS: a plain HTTP request was sent to it.\n";
+      }
+      std::string text = refusal(r);
+      tcp().expires_after(server->options.write_timeout);
+      auto [write_ec, n] = co_await asio::async_write(tcp(), asio::buffer(text), kUse);
+      if (!write_ec) co_await drain(std::chrono::steady_clock::now() + std::chrono::seconds(5));
     }
+    co_return false;
   }
   co_return true;
 }

@@ -151,9 +151,11 @@ class TlsClientsTest(unittest.TestCase):
         self.assertTrue(answer.startswith(b"HTTP/1.1 413"), answer[:200])
 
     def test_plain_http_to_the_tls_port_is_refused(self):
-        r = curl("http://127.0.0.1:%d/plain" % self.server.port)
-        self.assertNotEqual(r.returncode, 0)
-        self.assertNotIn(b"GET /plain", r.stdout)
+        r = curl("--write-out", "\n%{http_code}", "http://127.0.0.1:%d/plain" % self.server.port)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn(b"GET /plain", r.stdout)  # never reached the handler
+        self.assertIn(b"plain HTTP request", r.stdout)
+        self.assertTrue(r.stdout.endswith(b"\n400"), r.stdout)
         # The server keeps serving TLS.
         r = curl("--cacert", self.cert, self.base + "/after")
         self.assertEqual(r.returncode, 0, r.stderr)
