@@ -12,8 +12,10 @@
 // With Options::tls set, every connection is TLS (tls.hpp builds the
 // context): the handshake is bounded by the read timeout, then the session
 // runs exactly as over plain TCP (one template for both streams), WebSocket
-// upgrades included (wss). A client that never handshakes, or speaks plain
-// HTTP to the TLS port, is closed.
+// upgrades included (wss). A client that never handshakes is closed after
+// the read timeout; one that speaks plain HTTP to the TLS port gets the
+// Failure::bad_request answer in plain HTTP (by default a line saying why),
+// and the connection closes.
 #pragma once
 
 #include "protocols/http/exchange.hpp"

@@ -33,12 +33,13 @@ void throw_exception_from_error(const Error& e, const boost::source_location& lo
 
 namespace {
 
-// Mozilla's "intermediate" TLS 1.2 list: ECDHE or DHE key exchange, AEAD only.
+// Mozilla's "intermediate" TLS 1.2 list without its DHE suites (every
+// client that speaks TLS 1.2 has ECDHE): forward secrecy, AEAD only, for
+// ECDSA and RSA certificates.
 constexpr const char* kTls12Ciphers =
     "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
     "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
-    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"
-    "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384";
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
 
 Error file_error(std::string_view what, const fs::path& file, std::string_view why) {
   std::string m(what);

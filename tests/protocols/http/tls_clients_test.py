@@ -182,6 +182,14 @@ class TlsClientsTest(unittest.TestCase):
         with socket.create_connection(("127.0.0.1", self.server.port), timeout=30) as raw:
             with self.context().wrap_socket(raw, server_hostname="127.0.0.1") as s:
                 self.assertEqual(s.version(), "TLSv1.3")
+        # A TLS 1.2 suite without AEAD (CBC with SHA-1, which OpenSSL's
+        # defaults would accept for this certificate) is refused.
+        ctx = self.context()
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        ctx.set_ciphers("ECDHE-ECDSA-AES128-SHA")
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=30) as raw:
+            with self.assertRaises(ssl.SSLError):
+                ctx.wrap_socket(raw, server_hostname="127.0.0.1")
 
     def test_requests(self):
         try:
