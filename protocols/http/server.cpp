@@ -6,18 +6,23 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_cat.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/status.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <boost/beast/websocket/stream.hpp>
+#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -26,6 +31,7 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 
 namespace weft::http {
@@ -86,9 +92,26 @@ bool is_parse_error(const error_code& ec) {
          ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message;
 }
 
+// The two transports a session runs over. The session code is one template
+// for both, so the plain path pays nothing for TLS.
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+template <class Stream>
+constexpr bool kIsTls = std::is_same_v<Stream, TlsStream>;
+
 }  // namespace
 
-struct Session;
+// What the server needs of a connection of either transport: it closes
+// them on stop(), on their own executor.
+struct SessionBase {
+  explicit SessionBase(asio::any_io_executor e) : executor(std::move(e)) {}
+  virtual ~SessionBase() = default;
+  virtual void close() = 0;
+
+  const asio::any_io_executor executor;  // the connection's strand
+  bool busy = false;      // a request is being handled (not waiting for a head)
+  bool stopping = false;  // the server is stopping: no further requests
+};
 
 struct Server::Impl : std::enable_shared_from_this<Impl> {
   Impl(asio::io_context& io_, Options o, Handler h)
@@ -108,21 +131,28 @@ struct Server::Impl : std::enable_shared_from_this<Impl> {
   tcp::endpoint bound;
 
   mutable std::mutex mu;
-  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mu
-  bool stopping = false;                                           // guarded by mu
+  std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions;  // guarded by mu
+  bool stopping = false;                                                   // guarded by mu
 
   asio::awaitable<void> accept_loop();
+  template <class Stream, class... StreamArgs>
+  void open_session(tcp::socket socket, StreamArgs&&... stream_args);
   void stop();
   void close_all();
   Reply failure_reply(Failure f) const;
 };
 
-// One connection. Everything but the constructor runs on the socket's strand.
-struct Session : std::enable_shared_from_this<Session> {
-  Session(std::shared_ptr<Server::Impl> s, tcp::socket socket)
-      : server(std::move(s)), stream(std::move(socket)) {
+// One connection over Stream (PlainStream or TlsStream). Everything but the
+// constructor runs on the socket's strand.
+template <class Stream>
+struct Session final : SessionBase, std::enable_shared_from_this<Session<Stream>> {
+  template <class... StreamArgs>
+  Session(std::shared_ptr<Server::Impl> s, tcp::socket socket, StreamArgs&&... stream_args)
+      : SessionBase(socket.get_executor()),
+        server(std::move(s)),
+        stream(std::move(socket), std::forward<StreamArgs>(stream_args)...) {
     error_code ec;
-    auto ep = stream.socket().remote_endpoint(ec);
+    auto ep = tcp().socket().remote_endpoint(ec);
     if (!ec) {
       remote = ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string();
       remote += ":" + std::to_string(ep.port());
@@ -130,35 +160,41 @@ struct Session : std::enable_shared_from_this<Session> {
   }
 
   std::shared_ptr<Server::Impl> server;
-  beast::tcp_stream stream;
+  Stream stream;
   beast::flat_buffer buffer;
   std::string remote;
-  bool busy = false;      // a request is being handled (not waiting for a head)
-  bool stopping = false;  // the server is stopping: no further requests
+
+  // The TCP stream under TLS (or the stream itself): timeouts and closing.
+  beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream); }
 
   asio::awaitable<void> run();
+  asio::awaitable<bool> handshake();
+  asio::awaitable<void> serve();
+  std::string refusal(const Reply& r) const;
   asio::awaitable<void> reply(const Reply& r);
   asio::awaitable<void> linger();
-  void close() {
+  asio::awaitable<void> drain(std::chrono::steady_clock::time_point deadline);
+  void close() override {
     error_code ec;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream.close();
+    tcp().socket().shutdown(tcp::socket::shutdown_both, ec);
+    tcp().close();
   }
 };
 
 namespace {
 
-// A WebSocket over the session's stream. The session (and its stream)
-// outlives it: the session coroutine waits in accept_websocket's caller
-// until the handler returns, and the handler owns this object.
+// A WebSocket over the session's stream (wss over TLS). The session (and
+// its stream) outlives it: the session coroutine waits in accept_websocket's
+// caller until the handler returns, and the handler owns this object.
+template <class Stream>
 class WebSocketImpl final : public WebSocket {
  public:
-  explicit WebSocketImpl(beast::tcp_stream& stream) : ws_(stream) {}
+  explicit WebSocketImpl(Stream& stream) : ws_(stream) {}
 
   asio::awaitable<error_code> accept(const RequestParser::value_type& request) {
     // The WebSocket's own timeouts (handshake, idle with pings) replace
     // the HTTP stream's.
-    ws_.next_layer().expires_never();
+    beast::get_lowest_layer(ws_).expires_never();
     // Pings after half the idle time; a peer silent for the whole of it is
     // gone (a hub must notice a vanished spoke within a minute, not five).
     beast::websocket::stream_base::timeout t{};
@@ -191,12 +227,13 @@ class WebSocketImpl final : public WebSocket {
   }
 
  private:
-  beast::websocket::stream<beast::tcp_stream&> ws_;
+  beast::websocket::stream<Stream&> ws_;
 };
 
+template <class Stream>
 class ExchangeImpl final : public Exchange {
  public:
-  ExchangeImpl(Session& s, RequestParser& parser, RequestHead head, bool last)
+  ExchangeImpl(Session<Stream>& s, RequestParser& parser, RequestHead head, bool last)
       : s_(s), parser_(parser), head_(std::move(head)), last_(last) {
     remaining_ = head_.content_length.value_or(0);
     body_done_ = head_.chunked ? parser_.is_done() : remaining_ == 0;
@@ -216,7 +253,7 @@ class ExchangeImpl final : public Exchange {
     if (head_.expect_continue && !continue_sent_ && !head_sent_) {
       continue_sent_ = true;
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      s_.stream.expires_after(s_.server->options.write_timeout);
+      s_.tcp().expires_after(s_.server->options.write_timeout);
       auto [ec, n] = co_await asio::async_write(s_.stream, asio::buffer(kContinue), kUse);
       if (ec) {
         broken_ = true;
@@ -231,7 +268,7 @@ class ExchangeImpl final : public Exchange {
       }
       parser_.get().body().data = out.data();
       parser_.get().body().size = out.size();
-      s_.stream.expires_after(s_.server->options.read_timeout);
+      s_.tcp().expires_after(s_.server->options.read_timeout);
       auto [ec, n] = co_await bhttp::async_read_some(s_.stream, s_.buffer, parser_, kUse);
       if (ec == bhttp::error::need_buffer) ec = {};
       if (ec) co_return fail(ec);
@@ -246,7 +283,7 @@ class ExchangeImpl final : public Exchange {
     // Whatever happens now, this connection serves no further HTTP request.
     head_sent_ = true;
     broken_ = true;
-    auto ws = std::make_unique<WebSocketImpl>(s_.stream);
+    auto ws = std::make_unique<WebSocketImpl<Stream>>(s_.stream);
     if (auto ec = co_await ws->accept(parser_.get())) co_return ec;
     co_return std::unique_ptr<WebSocket>(std::move(ws));
   }
@@ -254,7 +291,16 @@ class ExchangeImpl final : public Exchange {
   asio::awaitable<error_code> send(const ResponseHead& head, std::string_view body) override {
     if (auto ec = begin_head(head, body.size())) co_return ec;
     std::array<asio::const_buffer, 2> bufs{asio::buffer(head_text_), asio::buffer(body.data(), expected_)};
-    co_return co_await write(bufs, expected_);
+    if constexpr (kIsTls<Stream>) {
+      // Asio writes a std::array of two buffers by passing both again after
+      // a partial write, the first then empty; Beast's ssl_stream writes 0
+      // bytes for that, which async_write takes for the end, so a body over
+      // 16 KiB was never sent. A buffers_cat takes Asio's general path,
+      // which drops used-up buffers.
+      co_return co_await write(beast::buffers_cat(bufs[0], bufs[1]), expected_);
+    } else {
+      co_return co_await write(bufs, expected_);
+    }
   }
 
   asio::awaitable<error_code> send_head(const ResponseHead& head) override {
@@ -296,7 +342,7 @@ class ExchangeImpl final : public Exchange {
       std::memcpy(out.data(), s_.buffer.data().data(), n);
       s_.buffer.consume(n);
     } else {
-      s_.stream.expires_after(s_.server->options.read_timeout);
+      s_.tcp().expires_after(s_.server->options.read_timeout);
       auto [ec, got] = co_await s_.stream.async_read_some(asio::buffer(out.data(), want), kUse);
       if (ec) co_return fail(ec);
       n = got;
@@ -329,7 +375,7 @@ class ExchangeImpl final : public Exchange {
 
   template <class Buffers>
   asio::awaitable<error_code> write(const Buffers& bufs, std::uint64_t body_bytes) {
-    s_.stream.expires_after(s_.server->options.write_timeout);
+    s_.tcp().expires_after(s_.server->options.write_timeout);
     auto [ec, n] = co_await asio::async_write(s_.stream, bufs, kUse);
     if (ec) {
       broken_ = true;
@@ -339,7 +385,7 @@ class ExchangeImpl final : public Exchange {
     co_return error_code{};
   }
 
-  Session& s_;
+  Session<Stream>& s_;
   RequestParser& parser_;
   RequestHead head_;
   bool last_;
@@ -359,11 +405,18 @@ class ExchangeImpl final : public Exchange {
 
 }  // namespace
 
-asio::awaitable<void> Session::reply(const Reply& r) {
+template <class Stream>
+std::string Session<Stream>::refusal(const Reply& r) const {
   ResponseHead head{r.status, r.headers, r.body.size()};
   std::string text = format_head(head, r.body.size(), true, server->options.server_name);
   text += r.body;
-  stream.expires_after(server->options.write_timeout);
+  return text;
+}
+
+template <class Stream>
+asio::awaitable<void> Session<Stream>::reply(const Reply& r) {
+  std::string text = refusal(r);
+  tcp().expires_after(server->options.write_timeout);
   co_await asio::async_write(stream, asio::buffer(text), kUse);
 }
 
@@ -371,30 +424,82 @@ asio::awaitable<void> Session::reply(const Reply& r) {
 // and a client still sending a refused body (413) would then lose the
 // response it has not read yet. So, as nginx's lingering close does, the
 // write side closes first and whatever the client still sends is read and
-// dropped until it closes too, for a few seconds at most.
-asio::awaitable<void> Session::linger() {
+// dropped until it closes too, for a few seconds at most. Over TLS a
+// close_notify goes first, so the client can tell the end of the stream
+// from a truncation; the TCP stream's timeout bounds the whole.
+template <class Stream>
+asio::awaitable<void> Session<Stream>::linger() {
   busy = false;  // a stopping server closes it at once
-  error_code ec;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-  if (ec) co_return;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  if constexpr (kIsTls<Stream>) {
+    // Sends close_notify, then reads (and drops) records until the
+    // client's close_notify, its close or an error; the rest is drained
+    // below without decrypting it.
+    tcp().expires_at(deadline);
+    co_await stream.async_shutdown(kUse);
+  }
+  co_await drain(deadline);
+}
+
+template <class Stream>
+asio::awaitable<void> Session<Stream>::drain(std::chrono::steady_clock::time_point deadline) {
+  error_code ec;
+  tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
+  if (ec) co_return;
   std::array<char, 16384> sink;
   while (std::chrono::steady_clock::now() < deadline) {
-    stream.expires_at(deadline);
-    auto [read_ec, n] = co_await stream.async_read_some(asio::buffer(sink), kUse);
+    tcp().expires_at(deadline);
+    auto [read_ec, n] = co_await tcp().async_read_some(asio::buffer(sink), kUse);
     if (read_ec) break;
   }
 }
 
-asio::awaitable<void> Session::run() {
-  auto self = shared_from_this();
+// The TLS handshake, bounded by the read timeout; a client that never
+// starts it is closed. One that speaks plain HTTP to the TLS port gets, as
+// from nginx, a plain-HTTP 400 that says why (OpenSSL recognizes the
+// common methods and sends no alert of its own).
+template <class Stream>
+asio::awaitable<bool> Session<Stream>::handshake() {
+  if constexpr (kIsTls<Stream>) {
+    tcp().expires_after(server->options.read_timeout);
+    auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, kUse);
+    if (!ec) co_return true;
+    spdlog::debug("http: TLS handshake with {} failed: {}", remote, ec.message());
+    if (ec.category() == asio::error::get_ssl_category() &&
+        ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_HTTP_REQUEST) {
+      Reply r = server->failure_reply(Failure::bad_request);
+      if (r.body.empty()) {
+        r.headers.emplace_back("Content-Type", "text/plain");
+        r.body = "This port speaks HTTPS: a plain HTTP request was sent to it.\n";
+      }
+      std::string text = refusal(r);
+      tcp().expires_after(server->options.write_timeout);
+      auto [write_ec, n] = co_await asio::async_write(tcp(), asio::buffer(text), kUse);
+      if (!write_ec) co_await drain(std::chrono::steady_clock::now() + std::chrono::seconds(5));
+    }
+    co_return false;
+  }
+  co_return true;
+}
+
+template <class Stream>
+asio::awaitable<void> Session<Stream>::run() {
+  auto self = this->shared_from_this();
+  if (co_await handshake()) co_await serve();
+  close();
+  std::lock_guard lock(server->mu);
+  server->sessions.erase(this);
+}
+
+template <class Stream>
+asio::awaitable<void> Session<Stream>::serve() {
   const Options& opt = server->options;
   bool lingering = true;
   for (unsigned served = 0; served < opt.max_requests_per_connection && !stopping; ++served) {
     RequestParser parser;
     apply_limits(parser, opt);
     busy = false;
-    stream.expires_after(served == 0 ? opt.read_timeout : opt.idle_timeout);
+    tcp().expires_after(served == 0 ? opt.read_timeout : opt.idle_timeout);
     auto [ec, n] = co_await bhttp::async_read_header(stream, buffer, parser, kUse);
     if (ec) {
       if (ec == bhttp::error::header_limit) {
@@ -414,7 +519,7 @@ asio::awaitable<void> Session::run() {
       co_await reply(server->failure_reply(Failure::body_too_large));
       break;
     }
-    ExchangeImpl ex(*this, parser, std::move(head), served + 1 == opt.max_requests_per_connection);
+    ExchangeImpl<Stream> ex(*this, parser, std::move(head), served + 1 == opt.max_requests_per_connection);
     co_await server->handler(ex);
     if (!ex.head_sent()) {
       spdlog::error("http: the handler sent no response to {} {}", ex.request().method,
@@ -424,9 +529,6 @@ asio::awaitable<void> Session::run() {
     if (!ex.reusable()) break;
   }
   if (lingering && !stopping) co_await linger();
-  close();
-  std::lock_guard lock(server->mu);
-  server->sessions.erase(this);
 }
 
 Reply Server::Impl::failure_reply(Failure f) const {
@@ -455,28 +557,37 @@ asio::awaitable<void> Server::Impl::accept_loop() {
     }
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    auto session = std::make_shared<Session>(self, std::move(socket));
-    {
-      std::lock_guard lock(mu);
-      if (stopping) continue;
-      sessions.emplace(session.get(), session);
-    }
-    asio::co_spawn(session->stream.get_executor(), session->run(), asio::detached);
+    if (options.tls)
+      open_session<TlsStream>(std::move(socket), *options.tls);
+    else
+      open_session<PlainStream>(std::move(socket));
   }
 }
 
+template <class Stream, class... StreamArgs>
+void Server::Impl::open_session(tcp::socket socket, StreamArgs&&... stream_args) {
+  auto session = std::make_shared<Session<Stream>>(shared_from_this(), std::move(socket),
+                                                   std::forward<StreamArgs>(stream_args)...);
+  {
+    std::lock_guard lock(mu);
+    if (stopping) return;
+    sessions.emplace(session.get(), session);
+  }
+  asio::co_spawn(session->executor, session->run(), asio::detached);
+}
+
 void Server::Impl::close_all() {
-  std::vector<std::shared_ptr<Session>> live;
+  std::vector<std::shared_ptr<SessionBase>> live;
   {
     std::lock_guard lock(mu);
     for (auto& [p, w] : sessions)
       if (auto s = w.lock()) live.push_back(std::move(s));
   }
-  for (auto& s : live) asio::post(s->stream.get_executor(), [s] { s->close(); });
+  for (auto& s : live) asio::post(s->executor, [s] { s->close(); });
 }
 
 void Server::Impl::stop() {
-  std::vector<std::shared_ptr<Session>> live;
+  std::vector<std::shared_ptr<SessionBase>> live;
   {
     std::lock_guard lock(mu);
     if (stopping) return;
@@ -495,7 +606,7 @@ void Server::Impl::stop() {
   });
   // Idle connections close now; busy ones after their current response.
   for (auto& s : live) {
-    asio::post(s->stream.get_executor(), [s] {
+    asio::post(s->executor, [s] {
       s->stopping = true;
       if (!s->busy) s->close();
     });

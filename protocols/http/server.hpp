@@ -9,8 +9,13 @@
 // once, lets requests in flight finish, and closes whatever is left after
 // Options::stop_deadline.
 //
-// TLS is not built yet: the S3 front end's --s3-tls listener will wrap the
-// stream here.
+// With Options::tls set, every connection is TLS (tls.hpp builds the
+// context): the handshake is bounded by the read timeout, then the session
+// runs exactly as over plain TCP (one template for both streams), WebSocket
+// upgrades included (wss). A client that never handshakes is closed after
+// the read timeout; one that speaks plain HTTP to the TLS port gets the
+// Failure::bad_request answer in plain HTTP (by default a line saying why),
+// and the connection closes.
 #pragma once
 
 #include "protocols/http/exchange.hpp"
@@ -20,6 +25,12 @@
 
 #include <chrono>
 #include <memory>
+
+// Declared rather than included: handlers include this header and need not
+// see OpenSSL's.
+namespace boost::asio::ssl {
+class context;
+}
 
 namespace weft::http {
 
@@ -51,6 +62,8 @@ struct Options {
   std::string server_name = "weft";
   // Builds the answer to a request the server refuses; null: an empty body.
   std::function<Reply(Failure)> on_failure;
+  // Serve HTTPS with this context (tls::server_context); null: plain HTTP.
+  std::shared_ptr<boost::asio::ssl::context> tls;
 };
 
 class Server {
