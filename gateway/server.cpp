@@ -4,6 +4,7 @@
 #include "gateway/audit/log.hpp"
 #include "gateway/metrics/metrics.hpp"
 #include "gateway/ns/namespace.hpp"
+#include "protocols/http/tls.hpp"
 #include "protocols/registry.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -238,6 +239,16 @@ struct Server::Impl {
     }
     s.tls.cert = config.tls_cert;
     s.tls.key = config.tls_key;
+    if (!s.tls.listeners.empty() && s.tls.cert.empty()) {
+      auto pair = http::tls::ensure_self_signed(file("tls"));
+      if (!pair) {
+        spdlog::error("tls: {}", pair.error().message);
+        return false;
+      }
+      s.tls.cert = pair->certificate;
+      s.tls.key = pair->private_key;
+      spdlog::info("tls: no certificate configured; using the self-signed one in {}", s.tls.cert.string());
+    }
     return true;
   }
 

@@ -8,7 +8,9 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace weft::protocols {
@@ -20,6 +22,13 @@ struct TlsSettings {
   // PEM certificate (chain) and private key; set whenever `listeners` is not
   // empty (the runtime makes a self-signed pair when the config names none).
   std::filesystem::path cert, key;
+
+  // The TLS address of `protocol`, if it has one.
+  std::optional<boost::asio::ip::tcp::endpoint> find(std::string_view protocol) const {
+    auto it = listeners.find(protocol);
+    if (it == listeners.end()) return std::nullopt;
+    return it->second;
+  }
 };
 
 struct S3Settings {

@@ -7,7 +7,7 @@
 
 #include "gateway/audit/log.hpp"
 #include "gateway/metrics/metrics.hpp"
-#include "protocols/http/server.hpp"
+#include "protocols/http/listeners.hpp"
 
 #include <openssl/rand.h>
 #include <spdlog/spdlog.h>
@@ -166,7 +166,7 @@ http::Reply failure_reply(http::Failure f) {
 class FrontEnd final : public protocols::FrontEnd {
  public:
   FrontEnd(std::unique_ptr<asio::thread_pool> pool, std::shared_ptr<Service> service,
-           std::unique_ptr<http::Server> server)
+           http::Listeners server)
       : pool_(std::move(pool)), service_(std::move(service)), server_(std::move(server)) {}
   ~FrontEnd() override {
     server_.reset();
@@ -174,18 +174,19 @@ class FrontEnd final : public protocols::FrontEnd {
     pool_->join();
   }
   std::string_view protocol() const override { return "rest"; }
-  asio::ip::tcp::endpoint local_endpoint() const override { return server_->local_endpoint(); }
-  void start() override { server_->start(); }
+  asio::ip::tcp::endpoint local_endpoint() const override { return server_.local_endpoint(); }
+  std::optional<asio::ip::tcp::endpoint> tls_endpoint() const override { return server_.tls_endpoint(); }
+  void start() override { server_.start(); }
   void stop() override {
     service_->stopping.store(true);
     service_->jobs->cancel_all();
-    server_->stop();
+    server_.stop();
   }
 
  private:
   std::unique_ptr<asio::thread_pool> pool_;  // outlives the server, its requests and the jobs
   std::shared_ptr<Service> service_;
-  std::unique_ptr<http::Server> server_;
+  http::Listeners server_;
 };
 
 }  // namespace
@@ -207,8 +208,10 @@ protocols::FrontEndResult listen(const protocols::Services& services, const asio
   ho.idle_timeout = options.idle_timeout;
   ho.server_name = "weft";
   ho.on_failure = failure_reply;
-  auto server = http::Server::listen(services.io, endpoint, std::move(ho),
-                                     [state](http::Exchange& ex) { return serve(state, ex); });
+  std::optional<http::TlsListener> tls;
+  if (auto at = services.settings.tls.find("rest")) tls = http::TlsListener{*at, services.settings.tls.cert, services.settings.tls.key};
+  auto server = http::Listeners::open(services.io, endpoint, tls, std::move(ho),
+                                      [state](http::Exchange& ex) { return serve(state, ex); });
   if (!server) return server.error();
   return std::unique_ptr<protocols::FrontEnd>(
       std::make_unique<FrontEnd>(std::move(pool), std::move(service), std::move(*server)));

@@ -4,7 +4,7 @@
 #include "gateway/metrics/metrics.hpp"
 #include "gateway/ns/namespace.hpp"
 #include "gateway/ns/offload.hpp"
-#include "protocols/http/server.hpp"
+#include "protocols/http/listeners.hpp"
 #include "protocols/s3/auth.hpp"
 #include "protocols/s3/handlers.hpp"
 #include "protocols/s3/service.hpp"
@@ -182,7 +182,7 @@ asio::awaitable<void> sweep_stale_uploads(std::shared_ptr<State> state, std::sha
 
 class FrontEnd final : public protocols::FrontEnd {
  public:
-  FrontEnd(std::unique_ptr<asio::thread_pool> pool, std::unique_ptr<http::Server> server,
+  FrontEnd(std::unique_ptr<asio::thread_pool> pool, http::Listeners server,
            std::shared_ptr<State> state, asio::io_context& io, std::chrono::seconds stale_upload_age)
       : pool_(std::move(pool)),
         server_(std::move(server)),
@@ -194,20 +194,21 @@ class FrontEnd final : public protocols::FrontEnd {
     pool_->join();
   }
   std::string_view protocol() const override { return "s3"; }
-  asio::ip::tcp::endpoint local_endpoint() const override { return server_->local_endpoint(); }
+  asio::ip::tcp::endpoint local_endpoint() const override { return server_.local_endpoint(); }
+  std::optional<asio::ip::tcp::endpoint> tls_endpoint() const override { return server_.tls_endpoint(); }
   void start() override {
-    server_->start();
+    server_.start();
     asio::co_spawn(sweep_timer_->get_executor(), sweep_stale_uploads(state_, sweep_timer_, stale_upload_age_),
                    asio::detached);
   }
   void stop() override {
-    server_->stop();
+    server_.stop();
     asio::post(sweep_timer_->get_executor(), [timer = sweep_timer_] { timer->cancel(); });
   }
 
  private:
   std::unique_ptr<asio::thread_pool> pool_;  // outlives the server and its requests
-  std::unique_ptr<http::Server> server_;
+  http::Listeners server_;
   std::shared_ptr<State> state_;
   std::shared_ptr<asio::steady_timer> sweep_timer_;
   std::chrono::seconds stale_upload_age_;
@@ -240,8 +241,10 @@ protocols::FrontEndResult listen(const protocols::Services& services,
   ho.idle_timeout = options.idle_timeout;
   ho.server_name = "weft";
   ho.on_failure = failure_reply;
-  auto server = http::Server::listen(services.io, endpoint, std::move(ho),
-                                     [state](http::Exchange& ex) { return serve(*state, ex); });
+  std::optional<http::TlsListener> tls;
+  if (auto at = services.settings.tls.find("s3")) tls = http::TlsListener{*at, services.settings.tls.cert, services.settings.tls.key};
+  auto server = http::Listeners::open(services.io, endpoint, tls, std::move(ho),
+                                      [state](http::Exchange& ex) { return serve(*state, ex); });
   if (!server) return server.error();
   return std::unique_ptr<protocols::FrontEnd>(std::make_unique<FrontEnd>(
       std::move(pool), std::move(*server), std::move(state), services.io, options.stale_upload_age));

@@ -584,6 +584,30 @@ class AuditRotationTest(RestCase):
         self.assertEqual([rec["op"] for rec in r.json()["records"]], ["files.write"])
 
 
+class TlsTest(RestCase):
+    config = {"listeners": {"rest_tls": "127.0.0.1:0"}}
+
+    def test_the_api_over_https(self):
+        url = "https://" + self.gw.endpoints["rest_tls"]
+        cert = str(self.gw.data / "tls" / "cert.pem")
+        body = os.urandom(1 << 20)
+        r = requests.put(url + API + "/files/data/over-tls.bin", data=body, auth=self.gw.admin, verify=cert)
+        self.assertEqual(r.status_code, 201, r.text)
+        with requests.Session() as s:  # keep-alive: several requests on one TLS connection
+            s.auth = self.gw.admin  # verify per request: REQUESTS_CA_BUNDLE would override s.verify
+            for _ in range(3):
+                self.assertEqual(s.get(url + API + "/files/data/over-tls.bin", verify=cert).content, body)
+            self.assertEqual(s.get(url + API + "/stat/data/over-tls.bin", verify=cert).json()["size"], len(body))
+        # The plain listener serves the same namespace.
+        self.assertEqual(self.s.get(self.api("/files/data/over-tls.bin")).content, body)
+        out = subprocess.run(["curl", "-sf", "--cacert", cert, url + "/healthz"], capture_output=True, check=True)
+        self.assertEqual(json.loads(out.stdout), {"status": "ok"})
+        # Errors are the same JSON over TLS; an unknown CA is refused by the client.
+        self.error(requests.get(url + API + "/info", verify=cert), 401, "unauthenticated")
+        with self.assertRaises(requests.exceptions.SSLError):
+            requests.get(url + "/healthz", verify=True)
+
+
 class BadInputTest(RestCase):
     def test_paths_with_traversal_nul_or_double_encoding(self):
         self.assertEqual(self.put("data/safe.txt", b"safe").status_code, 201)

@@ -62,15 +62,16 @@ def have_boto3():
 class Gateway:
     """One `weft serve` with only the S3 listener, in its own data dir."""
 
-    def __init__(self, data):
+    def __init__(self, data, extra_args=()):
         self.data = pathlib.Path(data)
+        self.extra_args = list(extra_args)
         self.proc = None
 
     def start(self):
         self.err = open(str(self.data) + ".stderr", "ab")
         self.proc = subprocess.Popen(
             [WEFT, "serve", "--data", str(self.data), "--s3", "127.0.0.1:0", "--rest", "off",
-             "--nfs", "off", "--smb", "off", "--sftp", "off"],
+             "--nfs", "off", "--smb", "off", "--sftp", "off", *self.extra_args],
             stdout=subprocess.DEVNULL, stderr=self.err)
         path = self.data / "endpoints.json"
         deadline = time.monotonic() + START_TIMEOUT
@@ -81,6 +82,7 @@ class Gateway:
                     host, port = doc["s3"].rsplit(":", 1)
                     self.host, self.port = host, int(port)
                     self.url = "http://%s:%d" % (self.host, self.port)
+                    self.tls_url = "https://" + doc["s3_tls"] if "s3_tls" in doc else None
                     creds = json.loads((self.data / "credentials.json").read_text())
                     self.admin = (creds["access_key_id"], creds["secret_access_key"])
                     return self
@@ -864,6 +866,102 @@ class ErrorsTest(unittest.TestCase):
 
 
 # --- Users -----------------------------------------------------------------
+
+class TlsTest(unittest.TestCase):
+    """--s3-tls: the same S3 API over HTTPS, with the self-signed certificate
+    the gateway makes in DATA/tls, then with a certificate from the config."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(os.path.join(TMP, "tls"), ["--s3-tls", "127.0.0.1:0"]).start()
+        cls.cert = str(cls.gw.data / "tls" / "cert.pem")
+        cls.work = tempfile.mkdtemp(dir=TMP)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.gw.stop()
+
+    def tls_env(self):
+        env = client_env(self.gw.admin)
+        env["AWS_CA_BUNDLE"] = self.cert
+        return env
+
+    def test_awscli_over_https_with_multipart(self):
+        variants = aws_variants()
+        if not variants:
+            skip("no awscli")
+        self.assertTrue(self.gw.tls_url)
+        big = os.path.join(self.work, "big.bin")
+        random_file(big, 20 << 20, 9)
+        for n, (name, argv) in enumerate(variants):
+            with self.subTest(client=name):
+                def aws(*args):
+                    r = subprocess.run(argv + ["--endpoint-url", self.gw.tls_url, "--ca-bundle", self.cert, *args],
+                                       env=self.tls_env(), capture_output=True, text=True, timeout=600)
+                    self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                    return r.stdout
+                bucket = "tls-%d" % n
+                aws("s3", "mb", "s3://" + bucket)
+                aws("s3", "cp", big, "s3://%s/big.bin" % bucket)
+                got = os.path.join(self.work, "got-%d.bin" % n)
+                aws("s3", "cp", "s3://%s/big.bin" % bucket, got)
+                self.assertTrue(filecmp.cmp(big, got, shallow=False))
+                # The same object over the plain listener: one namespace.
+                r = subprocess.run(argv + ["--endpoint-url", self.gw.url, "s3api", "head-object", "--bucket", bucket,
+                                           "--key", "big.bin"], env=client_env(self.gw.admin),
+                                   capture_output=True, text=True, timeout=60)
+                self.assertEqual(json.loads(r.stdout)["ContentLength"], 20 << 20)
+
+    def test_boto3_presign_and_certificate_checks(self):
+        if not have_boto3():
+            skip("boto3 is not importable by %s" % sys.executable)
+        import boto3
+        from botocore.config import Config
+        s3 = boto3.client("s3", endpoint_url=self.gw.tls_url, aws_access_key_id=self.gw.admin[0],
+                          aws_secret_access_key=self.gw.admin[1], region_name="us-east-1", verify=self.cert,
+                          config=Config(s3={"addressing_style": "path"}))
+        s3.create_bucket(Bucket="tls-boto")
+        s3.put_object(Bucket="tls-boto", Key="k.txt", Body=b"over tls")
+        self.assertEqual(s3.get_object(Bucket="tls-boto", Key="k.txt")["Body"].read(), b"over tls")
+        url = s3.generate_presigned_url("get_object", Params={"Bucket": "tls-boto", "Key": "k.txt"}, ExpiresIn=300)
+        self.assertTrue(url.startswith("https://"))
+        out = subprocess.run(["curl", "-sf", "--cacert", self.cert, url], capture_output=True, timeout=60)
+        self.assertEqual((out.returncode, out.stdout), (0, b"over tls"))
+        # Without the certificate the client refuses the server; plain HTTP
+        # to the TLS port gets no S3 answer.
+        out = subprocess.run(["curl", "-s", url], capture_output=True, timeout=60, env=dict(os.environ, CURL_CA_BUNDLE=""))
+        self.assertEqual(out.returncode, 60)  # peer certificate cannot be authenticated
+        plain = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                self.gw.tls_url.replace("https://", "http://") + "/tls-boto/k.txt"],
+                               capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(plain.stdout, "200")
+
+    def test_certificate_from_the_config(self):
+        import ssl
+        # The generated pair, copied elsewhere and named in the config.
+        mine = pathlib.Path(self.work) / "mine"
+        mine.mkdir()
+        shutil.copy(self.cert, mine / "c.pem")
+        shutil.copy(str(self.gw.data / "tls" / "key.pem"), mine / "k.pem")
+        config = mine / "weft.json"
+        config.write_text(json.dumps({"tls": {"cert": str(mine / "c.pem"), "key": str(mine / "k.pem")}}))
+        gw = Gateway(os.path.join(TMP, "tls-config"), ["--s3-tls", "127.0.0.1:0", "--config", str(config)]).start()
+        try:
+            host, port = gw.tls_url[len("https://"):].rsplit(":", 1)
+            served = ssl.get_server_certificate((host, int(port)))
+            self.assertEqual(ssl.PEM_cert_to_DER_cert(served),
+                             ssl.PEM_cert_to_DER_cert((mine / "c.pem").read_text()))
+            self.assertFalse((gw.data / "tls").exists())  # nothing self-signed made
+        finally:
+            gw.stop()
+        # A key that does not exist stops the start with a message naming it.
+        config.write_text(json.dumps({"tls": {"cert": str(mine / "c.pem"), "key": str(mine / "none.pem")}}))
+        r = subprocess.run([WEFT, "serve", "--data", os.path.join(TMP, "tls-bad"), "--s3", "127.0.0.1:0",
+                            "--s3-tls", "127.0.0.1:0", "--rest", "off", "--nfs", "off", "--smb", "off",
+                            "--sftp", "off", "--config", str(config)], capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("none.pem", r.stderr)
+
 
 class UsersTest(unittest.TestCase):
     """Two users with their own keys and buckets, denied across."""
