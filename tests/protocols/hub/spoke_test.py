@@ -14,6 +14,8 @@ import argparse
 import hashlib
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 import unittest
@@ -46,6 +48,21 @@ class Spoke(Gateway):
                      "credentials": credentials, "mode": mode}
             super().__init__(WEFT, protocols=("rest", "s3", "sftp"), prefix="weft-spoke-",
                              config={"spokes": [spoke]})
+
+    def restart(self):
+        """SIGTERM (exit 0), then `weft serve` again on the same data directory."""
+        started = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.wait(timeout=10) == 0, self.log()
+        self.stop_seconds = time.monotonic() - started
+        command = [WEFT, "serve", "--data", str(self.data), "--rest", "127.0.0.1:0", "--s3", "127.0.0.1:0",
+                   "--sftp", "127.0.0.1:0", "--nfs", "off", "--smb", "off"]
+        if (self.tmp / "weft.json").exists():
+            command += ["--config", str(self.tmp / "weft.json")]
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        self.endpoints = self._wait_for_endpoints()
+        self.url = "http://" + self.endpoints["rest"]
 
     def s3(self):
         return boto3.client(
@@ -232,6 +249,39 @@ class HubDownTest(unittest.TestCase):
             s3_available.close()
         finally:
             for site in (strict, available, hub):
+                if site:
+                    self.assertEqual(site.stop(), 0)
+
+
+class RestartTest(unittest.TestCase):
+    """Shadow inode numbers are recorded: a restarted spoke gives every hub
+    file the number it had (NFS handles stay valid), and new files new ones."""
+
+    def test_inode_numbers_survive_a_restart(self):
+        hub = Site(WEFT)
+        spoke = None
+        try:
+            for path in ("one.txt", "two.txt", "dir/three.txt"):
+                hub_put(hub, path, path.encode())
+            spoke = Spoke(hub, "http://" + hub.rest)
+
+            def inos():
+                out = {}
+                with rest(spoke) as s:
+                    for path in ("", "one.txt", "two.txt", "dir", "dir/three.txt"):
+                        r = s.get(spoke.url + "/api/v1/stat/data/datasets/" + path)
+                        self.assertEqual(r.status_code, 200, r.text)
+                        out[path] = r.json()["ino"]
+                return out
+
+            before = inos()
+            self.assertEqual(len(set(before.values())), len(before))
+            spoke.restart()
+            self.assertLess(spoke.stop_seconds, 5)
+            self.assertEqual(inos(), before)
+            self.assertIn("connected to hub", spoke.log())
+        finally:
+            for site in (spoke, hub):
                 if site:
                     self.assertEqual(site.stop(), 0)
 
