@@ -108,6 +108,19 @@ Result<std::vector<Export>> Namespace::exports() const {
   return out;
 }
 Task<Attr> Namespace::resolve(const OpContext& ctx, std::string_view path) {
+  if (impl_->spokes) {
+    // The path may cross into a spoke mount, which Impl::resolve's local
+    // walk cannot enter: walk it with the calls that route there.
+    if (path.size() > 4096) co_return Result<Attr>(make_error_code(Errc::name_too_long));
+    auto attr = co_await getattr(ctx, ctx.export_access.root);
+    while (attr && !path.empty()) {
+      const std::size_t slash = path.find('/');
+      const std::string_view part = path.substr(0, slash);
+      path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+      if (!part.empty() && part != ".") attr = co_await lookup(ctx, attr->ino, part);
+    }
+    co_return attr;
+  }
   WEFT_INLINE(Attr, resolve, &ctx, return impl_->resolve(ctx, path));
 }
 Task<Attr> Namespace::lookup(const OpContext& ctx, Ino dir, std::string_view name) {
@@ -215,7 +228,7 @@ Task<std::size_t> Namespace::write(const OpContext& ctx, Handle h, std::uint64_t
   WEFT_INLINE(std::size_t, write, &ctx, return impl_->write(ctx, h, offset, data));
 }
 Task<void> Namespace::flush(const OpContext& ctx, Handle h) {
-  if (Spokes::is_spoke_handle(h)) co_return Result<void>();  // read-only: nothing to flush
+  if (Spokes::is_spoke_handle(h) && impl_->spokes) co_return impl_->spokes->flush(h);
   WEFT_BLOCKING(void, flush, &ctx, return impl_->flush(ctx, h));
 }
 Task<Attr> Namespace::commit(const OpContext& ctx, Handle h, XattrsFor xattrs) {

@@ -919,6 +919,12 @@ Task<std::size_t> Spokes::read_version(const OpContext& ctx, Ino ino, std::uint6
   co_return co_await std::move(op);
 }
 
+Status Spokes::flush(Handle h) {
+  std::lock_guard lock(state_->handles_mu);
+  if (!state_->handles.contains(h.id)) return Errc::bad_handle;
+  return {};
+}
+
 Status Spokes::release(Handle h) {
   std::lock_guard lock(state_->handles_mu);
   if (!state_->handles.erase(h.id)) return Errc::bad_handle;

@@ -62,6 +62,8 @@ class Spokes {
   Task<std::size_t> read(const OpContext& ctx, Handle h, std::uint64_t offset, std::span<std::byte> out);
   Task<std::size_t> read_version(const OpContext& ctx, Ino ino, std::uint64_t version,
                                  std::uint64_t offset, std::span<std::byte> out);
+  // Handles are read-only: nothing to flush (Errc::bad_handle if unknown).
+  Status flush(Handle h);
   Status release(Handle h);
   // Local statistics of the file system that holds the mount point.
   Result<Ino> mount_point_of(Ino ino);
