@@ -6,7 +6,9 @@
 #include "cache/chunk_cache.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -26,11 +28,11 @@ namespace {
 
 constexpr std::size_t kListPage = 10000;
 // How far ahead of a sequential reader chunks are fetched: about a 100 MB/s
-// link's bandwidth-delay product at 50 ms, in at most as many requests as
-// the hub client keeps connections for. (The prefetch issue sizes it from
+// link's bandwidth-delay product at 50 ms, in about as many requests as the
+// hub client keeps connections for. (The prefetch issue sizes it from
 // measured throughput and RTT.)
 constexpr std::uint64_t kReadaheadBytes = 8ull << 20;
-constexpr std::size_t kReadaheadChunks = 32;
+constexpr std::uint64_t kBatchBytes = 1ull << 20;
 constexpr std::size_t kShadowCacheEntries = 1 << 20;
 constexpr std::size_t kManifestCacheEntries = 4096;
 // How long start() waits for the feeds' first connection, so that a spoke
@@ -204,7 +206,7 @@ struct Spokes::OpenFile {
   std::shared_ptr<const wire::Manifest> manifest;
   std::mutex mu;
   std::uint64_t next_offset = 0;  // guarded by mu: where a sequential reader reads next
-  std::size_t ahead = 0;          // guarded by mu: chunks before this one were prefetched
+  std::size_t ahead = 0;          // guarded by mu: chunks before this one were asked for
 };
 
 struct Spokes::State {
@@ -235,32 +237,76 @@ using State = Spokes::State;
 using Mount = Spokes::Mount;
 using Shadow = Spokes::Shadow;
 
-// Fetches one chunk of a version (the chunk cache's miss handler).
-asio::awaitable<cache::Result<std::string>> fetch_chunk(std::shared_ptr<hub::Client> client, std::string path,
-                                                        std::uint64_t version, wire::ChunkRef ref) {
-  std::vector<wire::ChunkRef> refs{ref};
-  auto op = client->fetch(std::move(path), version, std::move(refs));
-  auto r = co_await std::move(op);
-  if (!r) {
-    spdlog::debug("spoke: fetching a chunk failed: {}", r.error().message);
-    co_return make_error_code(errc_of_hub(r.error()));
+// Consecutive chunks of one version fetched in one request (the client
+// spreads batches over its connections). Each chunk's cache miss handler
+// waits for the batch; the first to run starts it, so a batch is fetched
+// once however many readers wait for its chunks.
+struct ChunkBatch {
+  using Channel = asio::experimental::concurrent_channel<void(boost::system::error_code)>;
+  std::shared_ptr<hub::Client> client;
+  std::string path;
+  std::uint64_t version = 0;
+  std::vector<wire::ChunkRef> refs;
+  std::mutex mu;
+  bool started = false, done = false;             // guarded by mu
+  Errc error = Errc::ok;                          // guarded by mu
+  std::vector<std::string> bytes;                 // guarded by mu
+  std::vector<std::shared_ptr<Channel>> waiters;  // guarded by mu
+};
+
+// Chunk `i` of a batch (the chunk cache's miss handler).
+asio::awaitable<cache::Result<std::string>> fetch_from_batch(std::shared_ptr<ChunkBatch> b, std::size_t i) {
+  const auto executor = co_await asio::this_coro::executor;
+  std::shared_ptr<ChunkBatch::Channel> wait;
+  bool lead = false;
+  {
+    std::lock_guard lock(b->mu);
+    if (!b->started) {
+      b->started = lead = true;
+    } else if (!b->done) {
+      wait = std::make_shared<ChunkBatch::Channel>(executor, 1);
+      b->waiters.push_back(wait);
+    }
   }
-  if (r->size() != 1) co_return make_error_code(Errc::io);
-  co_return std::move(r->front());
+  if (lead) {
+    auto op = b->client->fetch(b->path, b->version, b->refs);
+    auto r = co_await std::move(op);
+    if (!r) spdlog::debug("spoke: fetching chunks of {} failed: {}", b->path, r.error().message);
+    std::vector<std::shared_ptr<ChunkBatch::Channel>> waiters;
+    {
+      std::lock_guard lock(b->mu);
+      b->done = true;
+      if (!r)
+        b->error = errc_of_hub(r.error());
+      else if (r->size() != b->refs.size())
+        b->error = Errc::io;
+      else
+        b->bytes = std::move(*r);
+      waiters = std::move(b->waiters);
+    }
+    for (auto& w : waiters) w->try_send(boost::system::error_code{});
+  } else if (wait) {
+    co_await wait->async_receive(asio::as_tuple(asio::use_awaitable));
+  }
+  std::lock_guard lock(b->mu);
+  if (b->error != Errc::ok) co_return make_error_code(b->error);
+  co_return b->bytes[i];
 }
 
-asio::awaitable<cache::Result<cache::Bytes>> get_chunk(std::shared_ptr<cache::ChunkCache> chunks,
-                                                       std::shared_ptr<hub::Client> client, std::string path,
-                                                       std::uint64_t version, wire::ChunkRef ref) {
-  const cache::Digest digest = ref.digest;
-  cache::ChunkCache::Fetch fetch = [client, path, version, ref] { return fetch_chunk(client, path, version, ref); };
+struct BatchSlot {
+  std::shared_ptr<ChunkBatch> batch;
+  std::size_t index = 0;
+};
+
+asio::awaitable<cache::Result<cache::Bytes>> get_chunk(std::shared_ptr<cache::ChunkCache> chunks, BatchSlot slot) {
+  const cache::Digest digest = slot.batch->refs[slot.index].digest;
+  cache::ChunkCache::Fetch fetch = [slot] { return fetch_from_batch(slot.batch, slot.index); };
   auto op = chunks->get_or_fetch(digest, std::move(fetch));
   co_return co_await std::move(op);
 }
 
-asio::awaitable<void> prefetch_chunk(std::shared_ptr<cache::ChunkCache> chunks, std::shared_ptr<hub::Client> client,
-                                     std::string path, std::uint64_t version, wire::ChunkRef ref) {
-  auto op = get_chunk(std::move(chunks), std::move(client), std::move(path), version, ref);
+asio::awaitable<void> prefetch_chunk(std::shared_ptr<cache::ChunkCache> chunks, BatchSlot slot) {
+  auto op = get_chunk(std::move(chunks), std::move(slot));
   co_await std::move(op);  // a failure is the reader's to see when it gets there
 }
 
@@ -817,9 +863,9 @@ asio::awaitable<Result<std::shared_ptr<const wire::Manifest>>> hub_manifest(Moun
   co_return out;
 }
 
-// Copies [offset, offset + out.size()) of a version into `out`, fetching
-// the chunks it lacks in parallel; `ahead` (a handle's sequential reader)
-// also starts fetching the chunks after the range.
+// Copies [offset, offset + out.size()) of a version into `out`. The chunks
+// it lacks are fetched in batches; for a sequential reader (`of`), so are
+// those of the next kReadaheadBytes, while this read waits for its own.
 asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::string path, std::shared_ptr<const wire::Manifest> man,
                                                  std::uint64_t offset, std::span<std::byte> out, Spokes::OpenFile* of) {
   if (offset >= man->size || out.empty()) co_return std::size_t{0};
@@ -831,28 +877,54 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
   if (first > 0) --first;
   std::size_t last = first;  // one past the last chunk the range needs
   while (last < chunks.size() && chunks[last].offset < offset + n) ++last;
-  std::size_t prefetch_to = last;
-  std::size_t prefetch_from = first + 1;  // the first chunk is awaited directly
+  std::size_t ahead_to = last;   // one past the last chunk to fetch now
+  std::size_t scheduled_to = 0;  // chunks before this one were asked for by earlier reads
   if (of) {
     std::lock_guard lock(of->mu);
-    const bool sequential = offset == of->next_offset;
-    of->next_offset = offset + n;
-    if (sequential) {
+    if (offset == of->next_offset) {
       std::uint64_t bytes = 0;
-      while (prefetch_to < chunks.size() && prefetch_to - last < kReadaheadChunks && bytes < kReadaheadBytes)
-        bytes += chunks[prefetch_to++].length;
-      prefetch_from = std::max(prefetch_from, std::min(of->ahead, prefetch_to));
-      of->ahead = std::max(of->ahead, prefetch_to);
+      while (ahead_to < chunks.size() && bytes < kReadaheadBytes) bytes += chunks[ahead_to++].length;
+      scheduled_to = of->ahead;
+      of->ahead = std::max(of->ahead, ahead_to);
+    } else {
+      of->ahead = last;
     }
+    of->next_offset = offset + n;
   }
-  for (std::size_t i = prefetch_from; i < prefetch_to; ++i) {
-    if (st.chunks->get(chunks[i].digest)) continue;
-    asio::co_spawn(st.executor, prefetch_chunk(st.chunks, m.client, path, man->version, chunks[i]), asio::detached);
+  // Batches of consecutive chunks neither cached nor asked for already.
+  std::vector<BatchSlot> slots(ahead_to - first);
+  std::shared_ptr<ChunkBatch> batch;
+  std::uint64_t batch_bytes = 0;
+  for (std::size_t i = std::max(first, std::min(scheduled_to, last)); i < ahead_to; ++i) {
+    if (i < scheduled_to || st.chunks->get(chunks[i].digest)) {
+      batch.reset();
+      continue;
+    }
+    if (!batch || batch_bytes + chunks[i].length > kBatchBytes) {
+      batch = std::make_shared<ChunkBatch>();
+      batch->client = m.client;
+      batch->path = path;
+      batch->version = man->version;
+      batch_bytes = 0;
+    }
+    slots[i - first] = {batch, batch->refs.size()};
+    batch->refs.push_back(chunks[i]);
+    batch_bytes += chunks[i].length;
   }
+  for (std::size_t i = first + 1; i < ahead_to; ++i)
+    if (slots[i - first].batch) asio::co_spawn(st.executor, prefetch_chunk(st.chunks, slots[i - first]), asio::detached);
   std::size_t done = 0;
   for (std::size_t i = first; i < last; ++i) {
     const wire::ChunkRef& c = chunks[i];
-    auto op = get_chunk(st.chunks, m.client, path, man->version, c);
+    BatchSlot slot = slots[i - first];
+    if (!slot.batch) {  // cached or in flight, unless evicted or failed since: then on its own
+      slot.batch = std::make_shared<ChunkBatch>();
+      slot.batch->client = m.client;
+      slot.batch->path = path;
+      slot.batch->version = man->version;
+      slot.batch->refs.push_back(c);
+    }
+    auto op = get_chunk(st.chunks, std::move(slot));
     auto bytes = co_await std::move(op);
     if (!bytes) co_return bytes.error();
     if ((*bytes)->size() != c.length) co_return Errc::io;

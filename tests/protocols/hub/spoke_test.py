@@ -240,14 +240,30 @@ class HubDownTest(unittest.TestCase):
         try:
             hub_put(hub, "a.txt", b"cached at the spokes\n")
             hub_put(hub, "b.txt", b"never read before the hub stops\n")
+            big = os.urandom(24 << 20)
+            hub_put(hub, "big.bin", big)
             url = "http://" + hub.rest
             strict = Spoke(hub, url, mode="strict", flags=True)
             available = Spoke(hub, url, mode="available")
             s3_strict, s3_available = strict.s3(), available.s3()
             for s3 in (s3_strict, s3_available):
                 self.assertEqual(s3_body(s3, "a.txt"), b"cached at the spokes\n")
+            # A file open while the hub stops: what was fetched (the first
+            # block and the readahead after it) reads right, the rest fails.
+            transport, sftp = strict.sftp()
+            f = sftp.open("/data/datasets/big.bin", "rb")
+            self.assertEqual(f.read(32768), big[:32768])
+            time.sleep(1)  # the readahead lands
             self.assertEqual(hub.stop(), 0)
             hub = None
+            f.seek(1 << 20)
+            self.assertEqual(f.read(32768), big[1 << 20:(1 << 20) + 32768])
+            f.seek(20 << 20)
+            with self.assertRaises(OSError):
+                f.read(32768)
+            f.close()
+            sftp.close()
+            transport.close()
             for key in ("a.txt", "b.txt"):
                 started = time.monotonic()
                 with self.assertRaises(botocore.exceptions.ClientError) as e:
