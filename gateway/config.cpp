@@ -303,10 +303,130 @@ void apply_sftp(Config& c, const json& object) {
           });
 }
 
+// A spoke mount's path ("/datasets", "data/datasets"): components that are
+// names (no "", ".", ".."), without leading or trailing '/'.
+std::string spoke_path(std::string_view key, std::string_view path, std::string_view what) {
+  std::string out;
+  std::size_t at = 0;
+  while (at <= path.size()) {
+    std::size_t slash = std::min(path.find('/', at), path.size());
+    std::string_view part = path.substr(at, slash - at);
+    at = slash + 1;
+    if (part.empty()) continue;
+    if (part == "." || part == ".." || part.find('\0') != std::string_view::npos || part.size() > 255) {
+      fail(key, "bad path " + in_quotes(path) + " (" + std::string(what) + ")");
+    }
+    if (!out.empty()) out += '/';
+    out += part;
+  }
+  if (out.empty()) fail(key, "bad path " + in_quotes(path) + " (" + std::string(what) + ")");
+  return out;
+}
+
+// "http://HOST:PORT": the hub's REST listener.
+std::string spoke_hub(std::string_view key, std::string_view url) {
+  std::string_view rest = url;
+  bool ok = rest.starts_with("http://");
+  if (ok) {
+    rest.remove_prefix(7);
+    while (rest.ends_with('/')) rest.remove_suffix(1);
+    auto colon = rest.rfind(':');
+    std::string_view port = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    ok = colon != std::string_view::npos && colon > 0 && rest.find('/') == std::string_view::npos &&
+         !port.empty() && port.size() <= 5 &&
+         std::all_of(port.begin(), port.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) &&
+         std::stoul(std::string(port)) > 0 && std::stoul(std::string(port)) <= 65535;
+  }
+  if (!ok) fail(key, "bad hub URL " + in_quotes(url) + " (expected http://HOST:PORT)");
+  return "http://" + std::string(rest);
+}
+
+// Reads the user and password of a hub credentials file (the format of the
+// credentials.json a hub writes).
+void spoke_credentials(std::string_view key, const std::string& file, ns::SpokeMount& m) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail(key, "cannot read " + in_quotes(file) + ": " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  json doc = json::parse(text.str(), nullptr, false);
+  if (!doc.is_object() || !doc.contains("user") || !doc["user"].is_string() || !doc.contains("password") ||
+      !doc["password"].is_string() || doc["user"].get<std::string>().empty()) {
+    fail(key, in_quotes(file) + " is not a credentials file (expected a JSON object with \"user\" and \"password\")");
+  }
+  m.user = doc["user"].get<std::string>();
+  m.password = doc["password"].get<std::string>();
+}
+
+constexpr std::array<std::string_view, 2> kSpokeModes{"strict", "available"};
+
+void apply_spokes(Config& c, const json& list) {
+  if (!list.is_array()) fail("spokes", "expected an array, got " + std::string(json_type(list)));
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string at = "spokes[" + std::to_string(i) + "]";
+    ns::SpokeMount m;
+    bool has_local = false, has_hub = false, has_remote = false, has_credentials = false;
+    members(at, list[i], {"local", "hub", "remote", "credentials", "mode"},
+            [&](std::string_view name, const std::string& key, const json& v) {
+              if (name == "local") {
+                m.local = "/" + spoke_path(key, string_of(key, v), "expected a directory below the root");
+                has_local = true;
+              } else if (name == "hub") {
+                m.hub_url = spoke_hub(key, string_of(key, v));
+                has_hub = true;
+              } else if (name == "remote") {
+                m.remote = spoke_path(key, string_of(key, v), "expected EXPORT/PATH at the hub");
+                has_remote = true;
+              } else if (name == "credentials") {
+                spoke_credentials(key, string_of(key, v), m);
+                has_credentials = true;
+              } else {
+                m.strict = one_of(key, v, kSpokeModes) == "strict";
+              }
+            });
+    if (!has_local || !has_hub || !has_remote || !has_credentials) {
+      fail(at, "needs \"local\", \"hub\", \"remote\" and \"credentials\"");
+    }
+    c.spokes.push_back(std::move(m));
+  }
+}
+
+// --spoke LOCAL=HUB_URL/REMOTE
+ns::SpokeMount spoke_flag(const std::string& text, const Overrides& o) {
+  const std::string key = "spokes (--spoke)";
+  const auto equals = text.find('=');
+  const std::string_view url = equals == std::string::npos ? std::string_view() : std::string_view(text).substr(equals + 1);
+  const auto slash = url.starts_with("http://") ? url.find('/', 7) : std::string_view::npos;
+  if (equals == std::string::npos || slash == std::string_view::npos) {
+    fail(key, "bad spoke " + in_quotes(text) + " (expected LOCAL=http://HOST:PORT/EXPORT/PATH)");
+  }
+  ns::SpokeMount m;
+  m.local = "/" + spoke_path(key, std::string_view(text).substr(0, equals), "expected a directory below the root");
+  m.hub_url = spoke_hub(key, url.substr(0, slash));
+  m.remote = spoke_path(key, url.substr(slash + 1), "expected EXPORT/PATH at the hub");
+  if (!o.spoke_credentials) fail(key, "needs --spoke-credentials FILE");
+  spoke_credentials("spokes (--spoke-credentials)", *o.spoke_credentials, m);
+  if (o.spoke_mode) m.strict = one_of("spokes (--spoke-mode)", json(*o.spoke_mode), kSpokeModes) == "strict";
+  return m;
+}
+
+// Mount points are distinct and not nested: a mount serves all below it.
+void check_spokes(const Config& c) {
+  for (std::size_t i = 0; i < c.spokes.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      const std::string& a = c.spokes[i].local;
+      const std::string& b = c.spokes[j].local;
+      const auto& [shorter, longer] = a.size() < b.size() ? std::pair(a, b) : std::pair(b, a);
+      if (longer.starts_with(shorter) && (longer.size() == shorter.size() || longer[shorter.size()] == '/')) {
+        fail("spokes[" + std::to_string(i) + "].local", in_quotes(a) + " overlaps the mount point " + in_quotes(b));
+      }
+    }
+  }
+}
+
 void apply_file(Config& c, const json& root) {
   members("", root,
           {"data_dir", "metadata", "region", "listeners", "threads", "log", "namespace", "residency", "audit", "tls",
-           "s3", "nfs", "sftp"},
+           "s3", "nfs", "sftp", "spokes"},
           [&](std::string_view name, const std::string& key, const json& v) {
             if (name == "data_dir") {
               c.data_dir = string_of(key, v);
@@ -334,6 +454,8 @@ void apply_file(Config& c, const json& root) {
               apply_nfs(c, v);
             } else if (name == "sftp") {
               apply_sftp(c, v);
+            } else if (name == "spokes") {
+              apply_spokes(c, v);
             } else {
               apply_namespace(c, v);
             }
@@ -359,6 +481,10 @@ void apply_overrides(Config& c, const Overrides& o) {
     std::string key = "listeners." + listener + " (--" + flag + ")";
     if (!c.listeners.contains(listener)) fail(key, "unknown listener");
     c.listeners[listener] = listener_value(key, text);
+  }
+  for (const auto& text : o.spokes) c.spokes.push_back(spoke_flag(text, o));
+  if (o.spokes.empty() && (o.spoke_credentials || o.spoke_mode)) {
+    fail(o.spoke_credentials ? "spokes (--spoke-credentials)" : "spokes (--spoke-mode)", "needs --spoke");
   }
 }
 
@@ -421,6 +547,7 @@ ConfigResult load_text(std::string_view text, std::string_view origin, const Ove
     apply_overrides(c, overrides);
     check_distinct(c);
     check_tls_listeners(c);
+    check_spokes(c);
   } catch (const Invalid& e) {
     return ConfigError{e.message};
   }

@@ -66,6 +66,9 @@ struct Config {
   // Residency (a hub's policy): path prefix ("export/dir", no leading '/')
   // -> the regions whose spokes may receive its metadata and data.
   std::vector<std::pair<std::string, std::vector<std::string>>> residency;
+  // Spoke mounts (backend/hub/SPOKES.md): directories of this namespace
+  // that serve a hub's directories; credentials already read from their file.
+  std::vector<ns::SpokeMount> spokes;
 };
 
 // Command-line values, applied over the file.
@@ -74,6 +77,11 @@ struct Overrides {
   std::optional<std::string> metadata;
   std::optional<std::string> region;
   std::map<std::string, std::string> listeners;  // listener -> "host:port" or "off"
+  // --spoke LOCAL=HUB_URL/REMOTE (repeatable), added to the file's spokes,
+  // with --spoke-credentials FILE and --spoke-mode strict|available.
+  std::vector<std::string> spokes;
+  std::optional<std::string> spoke_credentials;
+  std::optional<std::string> spoke_mode;
 };
 
 struct ConfigError {

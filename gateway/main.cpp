@@ -81,6 +81,19 @@ int main(int argc, char** argv) {
   auto* region_opt =
       serve_cmd->add_option("--region", region, "Region name (default " + defaults.region + ")")
           ->type_name("NAME");
+  std::vector<std::string> spokes;
+  std::string spoke_credentials, spoke_mode;
+  serve_cmd
+      ->add_option("--spoke", spokes,
+                   "Spoke mount: local directory LOCAL serves EXPORT/PATH of the hub at http://HOST:PORT "
+                   "(repeatable)")
+      ->type_name("LOCAL=HUB_URL/EXPORT/PATH");
+  auto* spoke_credentials_opt =
+      serve_cmd->add_option("--spoke-credentials", spoke_credentials, "The hub credentials of --spoke (user, password)")
+          ->type_name("FILE");
+  auto* spoke_mode_opt =
+      serve_cmd->add_option("--spoke-mode", spoke_mode, "Hub unreachable: strict (fail at once, default) or available (serve the cache)")
+          ->type_name("MODE");
   // The operator commands (status, ls, put, user, jobs, audit, ...) talk to a
   // running gateway over REST.
   weft::cli::Commands commands(app);
@@ -97,6 +110,9 @@ int main(int argc, char** argv) {
   if (data_opt->count()) overrides.data_dir = data_dir;
   if (metadata_opt->count()) overrides.metadata = metadata;
   if (region_opt->count()) overrides.region = region;
+  overrides.spokes = spokes;
+  if (spoke_credentials_opt->count()) overrides.spoke_credentials = spoke_credentials;
+  if (spoke_mode_opt->count()) overrides.spoke_mode = spoke_mode;
   for (const auto& [protocol, opt] : address_opts) {
     if (opt->count()) overrides.listeners[protocol] = addresses[protocol];
   }

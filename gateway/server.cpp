@@ -293,6 +293,15 @@ struct Server::Impl {
     return true;
   }
 
+  // Before the front ends: a client's first call may be into a mount.
+  bool start_spokes() {
+    if (auto s = ns->start_spokes(io.get_executor(), config.spokes, config.region); !s) {
+      spdlog::error("cannot start the spoke mounts: {}", s.error().message());
+      return false;
+    }
+    return true;
+  }
+
   bool write_endpoints() {
     nlohmann::ordered_json doc = nlohmann::ordered_json::object();
     for (const auto& fe : front_ends) {
@@ -319,6 +328,8 @@ struct Server::Impl {
     std::error_code ignored;
     fs::remove(file(kEndpointsFile), ignored);
     for (auto& fe : front_ends) fe->stop();
+    // The mounts' change feeds would keep io.run() busy.
+    if (ns) ns->stop_spokes();
     // The pending signal wait would keep io.run() from ever running out of work.
     if (threads.empty()) {
       signals.cancel();
@@ -376,7 +387,7 @@ struct Server::Impl {
     start_threads();
     bool started = false;
     try {
-      started = bootstrap() && start_front_ends() && write_endpoints();
+      started = bootstrap() && start_spokes() && start_front_ends() && write_endpoints();
     } catch (const std::exception& e) {
       spdlog::error("start-up failed: {}", e.what());
     }

@@ -4,6 +4,7 @@
 // closing it.
 #include "gateway/ns/impl.hpp"
 #include "gateway/ns/offload.hpp"
+#include "gateway/ns/spoke.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -39,6 +40,13 @@ Result<T> observed(Namespace::Impl& im, Op op, const OpContext* ctx, F&& fn) {
   if (impl_->closed.load()) co_return Result<T>(make_error_code(Errc::unavailable)); \
   co_return co_await offload(impl_->pool, [&]() -> Result<T> { return observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; }); })
 
+// Inodes and handles of a spoke mount are served by the mount (spoke.hpp);
+// what would change the hub is refused until spoke writes are built.
+#define WEFT_SPOKE(ino, ...) \
+  if (impl_->spokes && impl_->spokes->serves(ino)) co_return co_await impl_->spokes->__VA_ARGS__
+#define WEFT_SPOKE_READ_ONLY(T, ino) \
+  if (impl_->spokes && impl_->spokes->serves(ino)) co_return Result<T>(make_error_code(Errc::read_only))
+
 Namespace::Namespace(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Namespace::~Namespace() { close(); }
 
@@ -53,6 +61,7 @@ bool Namespace::created() const { return impl_->created; }
 void Namespace::close() {
   if (!impl_ || impl_->closed.exchange(true)) return;
   Impl& im = *impl_;
+  stop_spokes();
   // Seal what open handles wrote: a stop should not leave unsealed content.
   std::vector<std::shared_ptr<FileState>> open;
   {
@@ -99,40 +108,69 @@ Result<std::vector<Export>> Namespace::exports() const {
   return out;
 }
 Task<Attr> Namespace::resolve(const OpContext& ctx, std::string_view path) {
+  if (impl_->spokes) {
+    // The path may cross into a spoke mount, which Impl::resolve's local
+    // walk cannot enter: walk it with the calls that route there.
+    if (path.size() > 4096) co_return Result<Attr>(make_error_code(Errc::name_too_long));
+    auto attr = co_await getattr(ctx, ctx.export_access.root);
+    while (attr && !path.empty()) {
+      const std::size_t slash = path.find('/');
+      const std::string_view part = path.substr(0, slash);
+      path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+      if (!part.empty() && part != ".") attr = co_await lookup(ctx, attr->ino, part);
+    }
+    co_return attr;
+  }
   WEFT_INLINE(Attr, resolve, &ctx, return impl_->resolve(ctx, path));
 }
 Task<Attr> Namespace::lookup(const OpContext& ctx, Ino dir, std::string_view name) {
+  WEFT_SPOKE(dir, lookup(ctx, dir, name));
+  if (impl_->spokes) {
+    // A mount point's attributes are its hub directory's.
+    auto local = observed<Attr>(*impl_, Op::lookup, &ctx, [&] { return impl_->lookup(ctx, dir, name); });
+    if (local && impl_->spokes->is_mount_point(local->ino)) co_return co_await impl_->spokes->getattr(ctx, local->ino);
+    co_return local;
+  }
   WEFT_INLINE(Attr, lookup, &ctx, return impl_->lookup(ctx, dir, name));
 }
 Task<Attr> Namespace::getattr(const OpContext& ctx, Ino ino) {
+  WEFT_SPOKE(ino, getattr(ctx, ino));
   WEFT_INLINE(Attr, getattr, &ctx, return impl_->getattr(ctx, ino));
 }
 Task<std::uint32_t> Namespace::access(const OpContext& ctx, Ino ino) {
+  WEFT_SPOKE(ino, access(ctx, ino));
   WEFT_INLINE(std::uint32_t, access, &ctx, return impl_->access(ctx, ino));
 }
 Task<Attr> Namespace::setattr(const OpContext& ctx, Ino ino, const SetAttr& changes) {
+  WEFT_SPOKE_READ_ONLY(Attr, ino);
   WEFT_BLOCKING(Attr, setattr, &ctx, return impl_->setattr(ctx, ino, changes));
 }
 Task<DirPage> Namespace::readdir(const OpContext& ctx, Ino dir, std::uint64_t cookie,
                                  std::size_t max_entries, bool with_attrs) {
+  WEFT_SPOKE(dir, readdir(ctx, dir, cookie, max_entries, with_attrs, false, {}));
   WEFT_INLINE(DirPage, readdir, &ctx, return impl_->readdir(ctx, dir, cookie, max_entries, with_attrs, false, {}));
 }
 Task<DirPage> Namespace::list(const OpContext& ctx, Ino dir, std::string_view start_after,
                               std::size_t max_entries, bool with_attrs) {
+  WEFT_SPOKE(dir, readdir(ctx, dir, 0, max_entries, with_attrs, true, start_after));
   WEFT_INLINE(DirPage, list, &ctx, return impl_->readdir(ctx, dir, 0, max_entries, with_attrs, true, start_after));
 }
 Task<Attr> Namespace::create(const OpContext& ctx, Ino dir, std::string_view name,
                              std::uint32_t mode, CreateMode how) {
+  WEFT_SPOKE_READ_ONLY(Attr, dir);
   WEFT_BLOCKING(Attr, create, &ctx, return impl_->make_node(ctx, dir, name, FileType::regular, mode, {}, how));
 }
 Task<Attr> Namespace::mkdir(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode) {
+  WEFT_SPOKE_READ_ONLY(Attr, dir);
   WEFT_BLOCKING(Attr, mkdir, &ctx, return impl_->make_node(ctx, dir, name, FileType::directory, mode, {}, CreateMode::exclusive));
 }
 Task<Attr> Namespace::symlink(const OpContext& ctx, Ino dir, std::string_view name,
                               std::string_view target) {
+  WEFT_SPOKE_READ_ONLY(Attr, dir);
   WEFT_BLOCKING(Attr, symlink, &ctx, return impl_->make_node(ctx, dir, name, FileType::symlink, 0777, target, CreateMode::exclusive));
 }
 Task<std::string> Namespace::readlink(const OpContext& ctx, Ino ino) {
+  WEFT_SPOKE(ino, readlink(ctx, ino));
   WEFT_INLINE(std::string, readlink, &ctx, {
     auto r = impl_->load_inode(ino);
     if (!r) return r.error();
@@ -141,33 +179,48 @@ Task<std::string> Namespace::readlink(const OpContext& ctx, Ino ino) {
   });
 }
 Task<Attr> Namespace::link(const OpContext& ctx, Ino ino, Ino dir, std::string_view name) {
+  WEFT_SPOKE_READ_ONLY(Attr, ino);
+  WEFT_SPOKE_READ_ONLY(Attr, dir);
   WEFT_BLOCKING(Attr, link, &ctx, return impl_->link(ctx, ino, dir, name));
 }
 Task<void> Namespace::remove(const OpContext& ctx, Ino dir, std::string_view name) {
+  WEFT_SPOKE_READ_ONLY(void, dir);
   WEFT_BLOCKING(void, remove, &ctx, return impl_->unlink(ctx, dir, name, false));
 }
 Task<void> Namespace::rmdir(const OpContext& ctx, Ino dir, std::string_view name) {
+  WEFT_SPOKE_READ_ONLY(void, dir);
   WEFT_BLOCKING(void, rmdir, &ctx, return impl_->unlink(ctx, dir, name, true));
 }
 Task<void> Namespace::rename(const OpContext& ctx, Ino src_dir, std::string_view src_name,
                              Ino dst_dir, std::string_view dst_name, bool no_replace) {
+  WEFT_SPOKE_READ_ONLY(void, src_dir);
+  WEFT_SPOKE_READ_ONLY(void, dst_dir);
   WEFT_BLOCKING(void, rename, &ctx, return impl_->rename(ctx, src_dir, src_name, dst_dir, dst_name, no_replace));
 }
 Task<FsStat> Namespace::statfs(const OpContext& ctx, Ino ino) {
+  if (impl_->spokes && impl_->spokes->serves(ino)) {
+    // The local file system's figures: where the mount caches what it reads.
+    auto point = impl_->spokes->mount_point_of(ino);
+    if (!point) co_return point.error();
+    ino = *point;
+  }
   WEFT_INLINE(FsStat, statfs, &ctx, return impl_->statfs(ctx, ino));
 }
 Task<Handle> Namespace::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
   // Opening for reading only attaches to state in memory: no need to leave
   // the caller's thread. Opening for writing may create a data file.
+  WEFT_SPOKE(ino, open(ctx, ino, flags));
   if (!flags.write) WEFT_INLINE(Handle, open, &ctx, return impl_->open(ctx, ino, flags));
   WEFT_BLOCKING(Handle, open, &ctx, return impl_->open(ctx, ino, flags));
 }
 Task<Handle> Namespace::stage(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode) {
+  WEFT_SPOKE_READ_ONLY(Handle, dir);
   // Staging only checks permissions and makes an in-memory file.
   WEFT_INLINE(Handle, stage, &ctx, return impl_->stage(ctx, dir, name, mode));
 }
 Task<std::size_t> Namespace::read(const OpContext& ctx, Handle h, std::uint64_t offset,
                                   std::span<std::byte> out) {
+  if (Spokes::is_spoke_handle(h) && impl_->spokes) co_return co_await impl_->spokes->read(ctx, h, offset, out);
   WEFT_INLINE(std::size_t, read, &ctx, return impl_->read(ctx, h, offset, out));
 }
 Task<std::size_t> Namespace::write(const OpContext& ctx, Handle h, std::uint64_t offset,
@@ -175,43 +228,54 @@ Task<std::size_t> Namespace::write(const OpContext& ctx, Handle h, std::uint64_t
   WEFT_INLINE(std::size_t, write, &ctx, return impl_->write(ctx, h, offset, data));
 }
 Task<void> Namespace::flush(const OpContext& ctx, Handle h) {
+  if (Spokes::is_spoke_handle(h) && impl_->spokes) co_return impl_->spokes->flush(h);
   WEFT_BLOCKING(void, flush, &ctx, return impl_->flush(ctx, h));
 }
 Task<Attr> Namespace::commit(const OpContext& ctx, Handle h, XattrsFor xattrs) {
   WEFT_BLOCKING(Attr, commit, &ctx, return impl_->commit(ctx, h, xattrs));
 }
 Task<Attr> Namespace::commit(const OpContext& ctx, Ino ino) {
+  WEFT_SPOKE_READ_ONLY(Attr, ino);
   WEFT_BLOCKING(Attr, commit, &ctx, return impl_->commit_ino(ctx, ino));
 }
 Task<void> Namespace::release(const OpContext& ctx, Handle h) {
   // No context check: a handle must be releasable even after a deadline.
   // A reader's release touches memory only; a writer's may seal the file.
+  if (Spokes::is_spoke_handle(h) && impl_->spokes) co_return impl_->spokes->release(h);
   auto hr = impl_->handle(h);
   if (hr && !hr->flags.write && !hr->file->staged)
     WEFT_INLINE(void, release, nullptr, return impl_->release(ctx, h));
   WEFT_BLOCKING(void, release, nullptr, return impl_->release(ctx, h));
 }
 Task<std::vector<VersionInfo>> Namespace::versions(const OpContext& ctx, Ino ino) {
+  if (impl_->spokes && impl_->spokes->serves(ino)) co_return Result<std::vector<VersionInfo>>(make_error_code(Errc::not_supported));
   WEFT_INLINE(std::vector<VersionInfo>, versions, &ctx, return impl_->versions(ctx, ino));
 }
 Task<std::vector<ChunkInfo>> Namespace::chunks(const OpContext& ctx, Ino ino, std::uint64_t version) {
+  if (impl_->spokes && impl_->spokes->serves(ino)) co_return Result<std::vector<ChunkInfo>>(make_error_code(Errc::not_supported));
   WEFT_INLINE(std::vector<ChunkInfo>, chunks, &ctx, return impl_->chunks(ctx, ino, version));
 }
 Task<std::size_t> Namespace::read_version(const OpContext& ctx, Ino ino, std::uint64_t version,
                                           std::uint64_t offset, std::span<std::byte> out) {
+  WEFT_SPOKE(ino, read_version(ctx, ino, version, offset, out));
   WEFT_INLINE(std::size_t, read_version, &ctx, return impl_->read_version(ctx, ino, version, offset, out));
 }
 Task<std::string> Namespace::getxattr(const OpContext& ctx, Ino ino, std::string_view name) {
+  // The hub protocol carries no xattrs yet: a mount's files have none.
+  if (impl_->spokes && impl_->spokes->serves(ino)) co_return Result<std::string>(make_error_code(Errc::no_attr));
   WEFT_INLINE(std::string, getxattr, &ctx, return impl_->getxattr(ctx, ino, name));
 }
 Task<void> Namespace::setxattr(const OpContext& ctx, Ino ino, std::string_view name,
                                std::string_view value, XattrSet how) {
+  WEFT_SPOKE_READ_ONLY(void, ino);
   WEFT_BLOCKING(void, setxattr, &ctx, return impl_->setxattr(ctx, ino, name, value, how));
 }
 Task<std::vector<std::string>> Namespace::listxattr(const OpContext& ctx, Ino ino) {
+  if (impl_->spokes && impl_->spokes->serves(ino)) co_return std::vector<std::string>();
   WEFT_INLINE(std::vector<std::string>, listxattr, &ctx, return impl_->listxattr(ctx, ino));
 }
 Task<void> Namespace::removexattr(const OpContext& ctx, Ino ino, std::string_view name) {
+  WEFT_SPOKE_READ_ONLY(void, ino);
   WEFT_BLOCKING(void, removexattr, &ctx, return impl_->removexattr(ctx, ino, name));
 }
 Task<std::vector<bool>> Namespace::have_chunks(const OpContext& ctx, std::vector<Sha256> digests) {
@@ -268,5 +332,7 @@ Result<User> Namespace::verify_password(std::string_view name, std::string_view 
 
 #undef WEFT_INLINE
 #undef WEFT_BLOCKING
+#undef WEFT_SPOKE
+#undef WEFT_SPOKE_READ_ONLY
 
 }  // namespace weft::ns

@@ -32,6 +32,8 @@
 
 namespace weft::ns {
 
+class Spokes;  // spoke.hpp
+
 std::int64_t now_ns();
 // Errc::name_too_long or Errc::bad_name unless `name` is a valid entry name:
 // 1..255 bytes, no "/" or NUL, not "." or "..".
@@ -199,6 +201,9 @@ struct Namespace::Impl {
   metrics::Counter* bytes_read = nullptr;
   metrics::Counter* bytes_written = nullptr;
   metrics::Counter* seals = nullptr;
+
+  // The spoke mounts, when this namespace has any (spoke.hpp).
+  std::unique_ptr<Spokes> spokes;
 
   // --- start-up (namespace.cpp)
   Status start();

@@ -3,6 +3,7 @@
 #include "gateway/ns/impl.hpp"
 
 #include "backend/data/manifest.hpp"
+#include "gateway/ns/spoke.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -533,6 +534,7 @@ Status Namespace::Impl::unlink(const OpContext& ctx, Ino dir, std::string_view n
     if (d0->attr.type != FileType::directory) return Errc::not_dir;
     auto e0 = load_entry(dir, name);
     if (!e0) return e0.error();
+    if (spokes && spokes->is_mount_point(e0->ino)) return Errc::perm;  // the mount owns it
     auto locks = lock_inodes({dir, e0->ino});
     auto r = transact<Step>([&](Batch& b) -> Result<Step> {
       auto d = txn_inode(*b.txn, dir);
@@ -579,6 +581,7 @@ Status Namespace::Impl::rename(const OpContext& ctx, Ino sd, std::string_view sn
     if (!se) return se.error();
     auto de = load_entry(dd, dn);
     Ino victim_ino = de ? de->ino : 0;
+    if (spokes && (spokes->is_mount_point(se->ino) || spokes->is_mount_point(victim_ino))) return Errc::perm;
     std::unique_lock<std::mutex> tree_lock;
     if (se->type == FileType::directory && sd != dd) tree_lock = std::unique_lock(rename_mu);
     auto locks = lock_inodes({sd, dd, se->ino, victim_ino});

@@ -23,6 +23,7 @@
 #include "gateway/ns/errc.hpp"
 #include "gateway/ns/types.hpp"
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
 #include <cstddef>
@@ -50,6 +51,26 @@ struct Options {
   // data file: one synchronous commit makes a small file durable.
   std::uint32_t inline_max = 64 * 1024;
   std::uint64_t metadata_cache_bytes = 32ull << 20;  // the store's block cache
+};
+
+// A spoke mount (backend/hub/SPOKES.md): directory `local` of this
+// namespace serves directory `remote` of the hub at `hub_url`, read-only
+// for now (gateway/ns/spoke.hpp).
+struct SpokeMount {
+  std::string local;    // a namespace path: "/datasets" (the S3 bucket datasets)
+  std::string hub_url;  // "http://HOST:PORT": the hub's REST listener
+  std::string remote;   // the hub's EXPORT/PATH: "data/datasets"
+  std::string user, password;  // the hub credentials
+  // Hub unreachable: fail every call that needs it at once (strict), or
+  // keep serving what is cached (available).
+  bool strict = true;
+};
+
+// The spoke's chunk cache, shared by all mounts: RAM, then files in
+// DATA_DIR/spoke-cache.
+struct SpokeCacheOptions {
+  std::uint64_t ram_bytes = 256ull << 20;
+  std::uint64_t ssd_bytes = 8ull << 30;
 };
 
 class Namespace {
@@ -183,6 +204,14 @@ class Namespace {
   // The NT hash (MD4 of the UTF-16LE password) for NTLM; Errc::not_found.
   Result<std::array<std::uint8_t, 16>> nt_hash(std::string_view name) const;
   Principal principal(const User& u) const;
+
+  // --- Spoke mounts (spoke.cpp) -------------------------------------------
+  // Creates the mount points and connects each mount to its hub; the hub
+  // clients and change feeds run on `executor`. Call once, after open().
+  Status start_spokes(boost::asio::any_io_executor executor, const std::vector<SpokeMount>& mounts,
+                      const std::string& region, const SpokeCacheOptions& cache = {});
+  // Disconnects the mounts (also done by close()).
+  void stop_spokes();
 
   // Flushes and closes the store; further calls fail with Errc::unavailable.
   void close();

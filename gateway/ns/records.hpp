@@ -12,6 +12,8 @@
 //   L seq                    -> Change
 //   U name / K access-key / G uid / T token-id / P export -> identity (JSON)
 //   M name                   -> counters and markers
+//   R ino                    -> a spoke mount's shadow inode (spoke.cpp)
+//   S mount hub-ino          -> the shadow inode of a hub inode (spoke.cpp)
 // Integers are big-endian so that keys sort numerically.
 #pragma once
 

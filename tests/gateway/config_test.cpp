@@ -359,3 +359,65 @@ TEST_CASE("audit log settings") {
   CHECK(error_of(R"({"audit": {"rotate": true}})")
             .starts_with("config: audit.rotate: unknown key (expected one of dir, max_file_bytes,"));
 }
+
+TEST_CASE("spoke mounts: from the file and from --spoke, each mistake named") {
+  TempDir dir;
+  const std::string creds = dir / "hub.json";
+  std::ofstream(creds) << R"({"user": "spoke-eu", "password": "pw", "access_key_id": "AK"})";
+  const std::string spoke = R"({"local": "/datasets/", "hub": "http://127.0.0.1:9080", "remote": "/data/datasets",
+                                "credentials": ")" + creds + R"("})";
+  auto c = parse(R"({"spokes": [)" + spoke + "]}");
+  REQUIRE(c->spokes.size() == 1);
+  CHECK(c->spokes[0].local == "/datasets");
+  CHECK(c->spokes[0].hub_url == "http://127.0.0.1:9080");
+  CHECK(c->spokes[0].remote == "data/datasets");
+  CHECK(c->spokes[0].user == "spoke-eu");
+  CHECK(c->spokes[0].password == "pw");
+  CHECK(c->spokes[0].strict);
+  CHECK(parse("{}")->spokes.empty());
+
+  Overrides o;
+  o.spokes = {"/models=http://hub.example:9080/data/models"};
+  o.spoke_credentials = creds;
+  o.spoke_mode = "available";
+  auto f = parse(R"({"spokes": [)" + spoke + "]}", o);
+  REQUIRE(f.has_value());
+  REQUIRE(f->spokes.size() == 2);
+  CHECK(f->spokes[1].local == "/models");
+  CHECK(f->spokes[1].hub_url == "http://hub.example:9080");
+  CHECK(f->spokes[1].remote == "data/models");
+  CHECK_FALSE(f->spokes[1].strict);
+
+  CHECK(error_of(R"({"spokes": {}})") == "config: spokes: expected an array, got an object");
+  CHECK(error_of(R"({"spokes": [{"local": "/x"}]})") ==
+        R"(config: spokes[0]: needs "local", "hub", "remote" and "credentials")");
+  CHECK(error_of(R"({"spokes": [{"local": "/", "hub": "http://h:1", "remote": "d", "credentials": ")" + creds + R"("}]})")
+            .starts_with("config: spokes[0].local: bad path \"/\""));
+  CHECK(error_of(R"({"spokes": [{"local": "/a/../b", "hub": "http://h:1", "remote": "d", "credentials": ")" + creds + R"("}]})")
+            .starts_with("config: spokes[0].local: bad path"));
+  CHECK(error_of(R"({"spokes": [{"local": "/a", "hub": "https://h:1", "remote": "d", "credentials": ")" + creds + R"("}]})") ==
+        "config: spokes[0].hub: bad hub URL \"https://h:1\" (expected http://HOST:PORT)");
+  CHECK(error_of(R"({"spokes": [{"local": "/a", "hub": "http://h:1", "remote": "d", "credentials": "/nonexistent/c"}]})")
+            .starts_with("config: spokes[0].credentials: cannot read \"/nonexistent/c\""));
+  CHECK(error_of(R"({"spokes": [{"local": "/a", "hub": "http://h:1", "remote": "d", "credentials": ")" + creds +
+                 R"(", "mode": "lazy"}]})") == "config: spokes[0].mode: expected one of strict, available, got \"lazy\"");
+  CHECK(error_of(R"({"spokes": [{"local": "/a", "hub": "http://h:1", "remote": "d", "credentials": ")" + creds +
+                 R"(", "x": 1}]})").starts_with("config: spokes[0].x: unknown key"));
+  CHECK(error_of(R"({"spokes": [)" + spoke + "," + spoke + "]}") ==
+        R"(config: spokes[1].local: "/datasets" overlaps the mount point "/datasets")");
+  const std::string not_creds = dir / "not.json";
+  std::ofstream(not_creds) << "[1]";
+  Overrides bad;
+  bad.spokes = {"/m=http://h:1/data/m"};
+  CHECK(error_of("{}", bad) == "config: spokes (--spoke): needs --spoke-credentials FILE");
+  bad.spoke_credentials = not_creds;
+  CHECK(error_of("{}", bad).ends_with("is not a credentials file (expected a JSON object with \"user\" and \"password\")"));
+  bad.spoke_credentials = creds;
+  bad.spokes = {"/m=http://h:1"};
+  CHECK(error_of("{}", bad) == "config: spokes (--spoke): bad spoke \"/m=http://h:1\" (expected LOCAL=http://HOST:PORT/EXPORT/PATH)");
+  bad.spokes = {"/m=http://h:1/data", "/m/n=http://h:1/data/n"};
+  CHECK(error_of("{}", bad) == R"(config: spokes[1].local: "/m/n" overlaps the mount point "/m")");
+  Overrides orphan;
+  orphan.spoke_mode = "strict";
+  CHECK(error_of("{}", orphan) == "config: spokes (--spoke-mode): needs --spoke");
+}

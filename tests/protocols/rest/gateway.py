@@ -15,12 +15,13 @@ STOP_TIMEOUT = 10
 
 
 class Gateway:
-    def __init__(self, weft, protocols=("rest", "s3"), config=None, region=None, prefix="weft-rest-"):
-        """`config`: a dict written as the --config file; `region`: --region."""
+    def __init__(self, weft, protocols=("rest", "s3"), config=None, region=None, prefix="weft-rest-", args=()):
+        """`config`: a dict written as the --config file; `region`: --region;
+        `args`: more `weft serve` flags."""
         self.weft = weft
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
         self.data = self.tmp / "data"
-        args = []
+        args = list(args)
         for p in ("s3", "rest", "nfs", "smb", "sftp"):
             args += ["--" + p, "127.0.0.1:0" if p in protocols else "off"]
         if config is not None:

@@ -1,0 +1,1006 @@
+// Spoke mounts: the read path (see spoke.hpp and backend/hub/SPOKES.md).
+#include "gateway/ns/spoke.hpp"
+
+#include "backend/hub/client.hpp"
+#include "backend/hub/feed.hpp"
+#include "cache/chunk_cache.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+namespace weft::ns {
+
+namespace asio = boost::asio;
+namespace wire = hub::wire;
+
+namespace {
+
+constexpr std::size_t kListPage = 10000;
+// How far ahead of a sequential reader chunks are fetched: about a 100 MB/s
+// link's bandwidth-delay product at 50 ms, in about as many requests as the
+// hub client keeps connections for. (The prefetch issue sizes it from
+// measured throughput and RTT.)
+constexpr std::uint64_t kReadaheadBytes = 8ull << 20;
+constexpr std::uint64_t kBatchBytes = 1ull << 20;
+constexpr std::size_t kShadowCacheEntries = 1 << 20;
+constexpr std::size_t kManifestCacheEntries = 4096;
+// How long start() waits for the feeds' first connection, so that a spoke
+// whose hub is up serves its mounts as soon as it listens.
+constexpr auto kConnectWait = std::chrono::seconds(3);
+constexpr auto kReconnectDelay = std::chrono::seconds(1);
+// A call that needs the hub fails within this when the hub stops answering.
+constexpr auto kHubTimeout = std::chrono::seconds(10);
+
+void put_be(std::string& out, std::uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (i * 8)) & 0xff));
+}
+
+std::uint64_t get_be(std::string_view s, std::size_t at, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<std::uint8_t>(s[at + i]);
+  return v;
+}
+
+// R ino -> Shadow; S mount hub-ino -> (ino, generation). See records.hpp.
+std::string key_shadow(Ino ino) {
+  std::string k = "R";
+  put_be(k, ino, 8);
+  return k;
+}
+
+std::string key_shadow_of(std::uint32_t mount, std::uint64_t hub_ino) {
+  std::string k = "S";
+  put_be(k, mount, 4);
+  put_be(k, hub_ino, 8);
+  return k;
+}
+
+// The hub answers with the REST API's error codes (protocols/rest/errors.cpp)
+// and its own (PROTOCOL.md); each maps back to the namespace error it came from.
+Errc errc_of_hub(const hub::Error& e) {
+  switch (e.kind) {
+    case hub::Error::Kind::unavailable:
+    case hub::Error::Kind::timed_out: return Errc::unavailable;
+    case hub::Error::Kind::protocol: return Errc::io;
+    case hub::Error::Kind::refused: break;
+  }
+  static const std::map<std::string_view, Errc> kCodes = {
+      {"not_found", Errc::not_found},       {"stale", Errc::stale},
+      {"not_a_directory", Errc::not_dir},   {"is_a_directory", Errc::is_dir},
+      {"not_a_file", Errc::invalid},        {"access_denied", Errc::access},
+      {"forbidden", Errc::access},          {"residency_denied", Errc::access},
+      {"read_only", Errc::access},          {"bad_name", Errc::bad_name},
+      {"name_too_long", Errc::name_too_long}, {"timed_out", Errc::unavailable},
+      {"unavailable", Errc::unavailable},
+  };
+  if (auto it = kCodes.find(e.code); it != kCodes.end()) return it->second;
+  if (e.status == 401 || e.status == 403) return Errc::access;
+  if (e.status == 404) return Errc::not_found;
+  if (e.status == 503) return Errc::unavailable;
+  return Errc::io;
+}
+
+FileType type_of(std::string_view t) {
+  if (t == "directory") return FileType::directory;
+  if (t == "symlink") return FileType::symlink;
+  return FileType::regular;
+}
+
+Attr to_attr(const wire::FileAttr& a, Ino ino) {
+  Attr out;
+  out.ino = ino;
+  out.type = type_of(a.type);
+  out.mode = a.mode & 07777;
+  out.nlink = a.nlink;
+  out.uid = a.uid;
+  out.gid = a.gid;
+  out.size = a.size;
+  out.atime_ns = a.atime_ns;
+  out.mtime_ns = a.mtime_ns;
+  out.ctime_ns = a.ctime_ns;
+  out.btime_ns = a.btime_ns;
+  out.generation = a.generation;
+  out.version = a.version;
+  out.dirty = a.dirty;
+  out.change = a.change;
+  return out;
+}
+
+std::string join(std::string_view dir, std::string_view name) {
+  return dir.empty() ? std::string(name) : std::string(dir) + "/" + std::string(name);
+}
+
+// The system's own context: creates mount points at start.
+OpContext system_context() {
+  OpContext ctx;
+  ctx.principal.user = "system";
+  ctx.principal.uid = 0;
+  ctx.principal.gid = 0;
+  ctx.principal.admin = true;
+  ctx.export_access.root = kRootIno;
+  ctx.export_access.access = Access::read_write;
+  ctx.protocol = "spoke";
+  return ctx;
+}
+
+}  // namespace
+
+struct Spokes::Shadow {
+  std::uint32_t mount = 0;
+  std::uint64_t hub_ino = 0;
+  std::uint64_t generation = 0;
+  FileType type = FileType::regular;
+  Ino parent = 0;    // the local parent directory (".." and re-lookups)
+  std::string path;  // below the mount's remote directory; "" for its root
+
+  std::string encode() const {
+    std::string v;
+    put_be(v, mount, 4);
+    put_be(v, hub_ino, 8);
+    put_be(v, generation, 8);
+    v.push_back(static_cast<char>(type));
+    put_be(v, parent, 8);
+    return v + path;
+  }
+  static std::optional<Shadow> decode(std::string_view v) {
+    if (v.size() < 29) return std::nullopt;
+    return Shadow{static_cast<std::uint32_t>(get_be(v, 0, 4)), get_be(v, 4, 8), get_be(v, 12, 8),
+                  static_cast<FileType>(v[20]), get_be(v, 21, 8), std::string(v.substr(29))};
+  }
+};
+
+struct Spokes::Mount {
+  std::uint32_t id = 0;
+  SpokeMount spec;
+  std::string name;  // the local path, for logs
+  Ino point = 0, point_parent = 0;
+  std::shared_ptr<hub::Client> client;
+
+  struct Dir {
+    std::map<std::string, std::optional<std::uint64_t>, std::less<>> names;  // nullopt: no such name
+    std::optional<std::vector<std::pair<std::string, std::uint64_t>>> listing;  // in name order
+  };
+  mutable std::mutex mu;
+  std::shared_ptr<hub::Feed> feed;       // guarded by mu
+  bool stopped = false;                  // guarded by mu
+  bool was_connected = false;            // guarded by mu: the feed's last state, for logs
+  std::uint64_t root_hub_ino = 0;        // guarded by mu; 0 until the first answer
+  std::uint64_t epoch = 0;               // guarded by mu: bumped by every invalidation
+  std::unordered_map<std::uint64_t, wire::FileAttr> attrs;  // guarded by mu, by hub ino
+  std::unordered_map<std::uint64_t, Dir> dirs;              // guarded by mu, by hub ino
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const wire::Manifest>> manifests;  // guarded by mu
+
+  std::string hub_path(std::string_view rel) const { return rel.empty() ? spec.remote : spec.remote + "/" + std::string(rel); }
+  bool connected() const { return feed && feed->connected(); }  // with mu held
+  // With mu held: whether cached metadata may answer.
+  bool cache_usable() const { return connected() || !spec.strict; }
+  // With mu held: Errc::unavailable when a strict mount must not ask the hub.
+  Status may_ask_hub() const {
+    if (stopped || (spec.strict && !connected())) return Errc::unavailable;
+    return {};
+  }
+  void drop_cache() {
+    attrs.clear();
+    dirs.clear();
+    epoch++;
+  }
+  // With mu held: caches an answer fetched while `since` was the epoch,
+  // unless an invalidation arrived meanwhile (it may predate the answer).
+  bool may_cache(std::uint64_t since) const { return epoch == since; }
+};
+
+struct Spokes::OpenFile {
+  Mount* mount = nullptr;
+  std::string path;  // the hub path
+  std::shared_ptr<const wire::Manifest> manifest;
+  std::mutex mu;
+  std::uint64_t next_offset = 0;  // guarded by mu: where a sequential reader reads next
+  std::size_t ahead = 0;          // guarded by mu: chunks before this one were asked for
+};
+
+struct Spokes::State {
+  std::vector<std::unique_ptr<Mount>> mounts;  // fixed once start() returns
+  std::shared_ptr<cache::ChunkCache> chunks;
+  asio::any_io_executor executor;
+  std::atomic<bool> stopped{false};
+
+  Allocator alloc{rec::key_meta("next_shadow_ino"), 1024};
+  std::mutex alloc_mu;  // one local number per hub inode
+  cache::LruMap<Ino, Shadow> shadows{kShadowCacheEntries};
+  cache::LruMap<std::string, std::pair<Ino, std::uint64_t>> by_hub{kShadowCacheEntries};
+
+  std::mutex handles_mu;
+  std::unordered_map<std::uint64_t, std::shared_ptr<OpenFile>> handles;  // guarded by handles_mu
+  std::uint64_t next_handle = 1;                                         // guarded by handles_mu
+
+  Mount* mount(std::uint32_t id) const {
+    for (const auto& m : mounts)
+      if (m->id == id) return m.get();
+    return nullptr;
+  }
+};
+
+namespace {
+
+using State = Spokes::State;
+using Mount = Spokes::Mount;
+using Shadow = Spokes::Shadow;
+
+// Consecutive chunks of one version fetched in one request (the client
+// spreads batches over its connections). Each chunk's cache miss handler
+// waits for the batch; the first to run starts it, so a batch is fetched
+// once however many readers wait for its chunks.
+struct ChunkBatch {
+  using Channel = asio::experimental::concurrent_channel<void(boost::system::error_code)>;
+  std::shared_ptr<hub::Client> client;
+  std::string path;
+  std::uint64_t version = 0;
+  std::vector<wire::ChunkRef> refs;
+  std::mutex mu;
+  bool started = false, done = false;             // guarded by mu
+  Errc error = Errc::ok;                          // guarded by mu
+  std::vector<std::string> bytes;                 // guarded by mu
+  std::vector<std::shared_ptr<Channel>> waiters;  // guarded by mu
+};
+
+// Chunk `i` of a batch (the chunk cache's miss handler).
+asio::awaitable<cache::Result<std::string>> fetch_from_batch(std::shared_ptr<ChunkBatch> b, std::size_t i) {
+  const auto executor = co_await asio::this_coro::executor;
+  std::shared_ptr<ChunkBatch::Channel> wait;
+  bool lead = false;
+  {
+    std::lock_guard lock(b->mu);
+    if (!b->started) {
+      b->started = lead = true;
+    } else if (!b->done) {
+      wait = std::make_shared<ChunkBatch::Channel>(executor, 1);
+      b->waiters.push_back(wait);
+    }
+  }
+  if (lead) {
+    auto op = b->client->fetch(b->path, b->version, b->refs);
+    auto r = co_await std::move(op);
+    if (!r) spdlog::debug("spoke: fetching chunks of {} failed: {}", b->path, r.error().message);
+    std::vector<std::shared_ptr<ChunkBatch::Channel>> waiters;
+    {
+      std::lock_guard lock(b->mu);
+      b->done = true;
+      if (!r)
+        b->error = errc_of_hub(r.error());
+      else if (r->size() != b->refs.size())
+        b->error = Errc::io;
+      else
+        b->bytes = std::move(*r);
+      waiters = std::move(b->waiters);
+    }
+    for (auto& w : waiters) w->try_send(boost::system::error_code{});
+  } else if (wait) {
+    co_await wait->async_receive(asio::as_tuple(asio::use_awaitable));
+  }
+  std::lock_guard lock(b->mu);
+  if (b->error != Errc::ok) co_return make_error_code(b->error);
+  co_return b->bytes[i];
+}
+
+struct BatchSlot {
+  std::shared_ptr<ChunkBatch> batch;
+  std::size_t index = 0;
+};
+
+asio::awaitable<cache::Result<cache::Bytes>> get_chunk(std::shared_ptr<cache::ChunkCache> chunks, BatchSlot slot) {
+  const cache::Digest digest = slot.batch->refs[slot.index].digest;
+  cache::ChunkCache::Fetch fetch = [slot] { return fetch_from_batch(slot.batch, slot.index); };
+  auto op = chunks->get_or_fetch(digest, std::move(fetch));
+  co_return co_await std::move(op);
+}
+
+asio::awaitable<void> prefetch_chunk(std::shared_ptr<cache::ChunkCache> chunks, BatchSlot slot) {
+  auto op = get_chunk(std::move(chunks), std::move(slot));
+  co_await std::move(op);  // a failure is the reader's to see when it gets there
+}
+
+void apply_changes(Mount& m, const std::vector<hub::Change>& changes) {
+  if (changes.empty()) return;
+  std::lock_guard lock(m.mu);
+  m.epoch++;
+  for (const auto& c : changes) {
+    m.attrs.erase(c.ino);
+    for (std::uint64_t d : {c.ino, c.parent, c.new_parent})
+      if (d) m.dirs.erase(d);
+  }
+}
+
+void start_feed(std::shared_ptr<State> st, Mount& m, std::uint64_t after);
+
+// Reads the hub's change log position, then subscribes from there; retries
+// while the hub is away. (The metadata cache lives in memory, so a feed
+// starts from the hub's present, not from a persisted cursor.)
+asio::awaitable<void> connect(std::shared_ptr<State> st, Mount& m) {
+  bool warned = false;
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (!st->stopped) {
+    auto op = m.client->last_change();
+    auto last = co_await std::move(op);
+    if (last) {
+      start_feed(st, m, *last);
+      co_return;
+    }
+    if (!warned) spdlog::warn("spoke {}: hub {} unreachable: {}; retrying", m.name, m.spec.hub_url, last.error().message);
+    warned = true;
+    timer.expires_after(kReconnectDelay);
+    co_await timer.async_wait(asio::use_awaitable);
+  }
+}
+
+void start_feed(std::shared_ptr<State> st, Mount& m, std::uint64_t after) {
+  hub::FeedOptions fo;
+  fo.client = m.client->options();
+  fo.after = after;
+  Mount* mp = &m;
+  fo.on_changes = [mp](const std::vector<hub::Change>& changes, std::uint64_t) { apply_changes(*mp, changes); };
+  std::weak_ptr<State> weak = st;
+  fo.on_state = [mp, weak](bool connected, const hub::Error* why) {
+    std::shared_ptr<hub::Feed> lost_log;
+    {
+      std::lock_guard lock(mp->mu);
+      mp->epoch++;
+      const bool was = std::exchange(mp->was_connected, connected);
+      if (connected) {
+        spdlog::info("spoke {}: connected to hub {}", mp->name, mp->spec.hub_url);
+        return;
+      }
+      if (was) spdlog::warn("spoke {}: lost the hub's change feed: {}", mp->name, why ? why->message : "stopped");
+      // cursor_ahead: the hub lost its log or is another hub; nothing cached
+      // can be trusted, and the feed must start again from the hub's present.
+      if (why && why->kind == hub::Error::Kind::refused && why->status == 409 && !mp->stopped) {
+        mp->drop_cache();
+        lost_log = std::move(mp->feed);
+      }
+    }
+    if (lost_log) {
+      lost_log->stop();
+      if (auto st = weak.lock()) asio::co_spawn(st->executor, connect(st, *mp), asio::detached);
+    }
+  };
+  auto feed = hub::Feed::start(st->executor, std::move(fo));
+  if (!feed) {
+    spdlog::error("spoke {}: cannot start the change feed: {}", m.name, feed.error().message);
+    return;
+  }
+  std::lock_guard lock(m.mu);
+  if (m.stopped) {
+    (*feed)->stop();
+    return;
+  }
+  m.feed = std::move(*feed);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Start and stop
+
+Spokes::Spokes(Namespace::Impl& ns) : ns_(ns), state_(std::make_shared<State>()) {}
+Spokes::~Spokes() { stop(); }
+
+bool Spokes::is_mount_point(Ino ino) const {
+  for (const auto& m : state_->mounts)
+    if (m->point == ino) return true;
+  return false;
+}
+
+Status Spokes::start(asio::any_io_executor executor, const std::vector<SpokeMount>& mounts,
+                     const std::string& region, const SpokeCacheOptions& cache_options) {
+  State& st = *state_;
+  st.executor = executor;
+  st.alloc.init(kShadowInoBase);
+  cache::ChunkCacheOptions co;
+  co.ram_bytes = cache_options.ram_bytes;
+  co.ssd_bytes = cache_options.ssd_bytes;
+  if (co.ssd_bytes) co.ssd_dir = std::filesystem::path(ns_.opt.data_dir) / "spoke-cache";
+  auto chunks = cache::ChunkCache::open(co);
+  if (!chunks) {
+    spdlog::error("spoke: cannot open the chunk cache in {}: {}", co.ssd_dir.string(), chunks.error().message());
+    return Errc::io;
+  }
+  st.chunks = std::shared_ptr<cache::ChunkCache>(std::move(*chunks));
+  const OpContext ctx = system_context();
+  for (const SpokeMount& spec : mounts) {
+    auto m = std::make_unique<Mount>();
+    m->spec = spec;
+    m->name = spec.local;
+    // The mount point: an empty local directory, made if missing.
+    Ino dir = kRootIno, parent = kRootIno;
+    std::string_view rest = spec.local;
+    while (!rest.empty()) {
+      const std::size_t slash = rest.find('/');
+      const std::string_view part = rest.substr(0, slash);
+      rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+      if (part.empty()) continue;
+      if (is_mount_point(dir)) {
+        spdlog::error("spoke {}: inside another spoke mount", m->name);
+        return Errc::invalid;
+      }
+      auto a = ns_.lookup(ctx, dir, part);
+      if (!a && a.error() == make_error_code(Errc::not_found))
+        a = ns_.make_node(ctx, dir, part, FileType::directory, 0755, {}, CreateMode::exclusive);
+      if (auto s = ns_.sync_owed(); !s && a) a = s.error();
+      if (!a) {
+        spdlog::error("spoke {}: cannot make the mount point: {}", m->name, a.error().message());
+        return a.error();
+      }
+      if (a->type != FileType::directory) {
+        spdlog::error("spoke {}: the mount point is not a directory", m->name);
+        return Errc::not_dir;
+      }
+      parent = dir;
+      dir = a->ino;
+    }
+    if (dir == kRootIno || is_mount_point(dir)) {
+      spdlog::error("spoke {}: a mount point must be a directory below the root, used once", m->name);
+      return Errc::invalid;
+    }
+    auto probe = ns_.readdir(ctx, dir, 0, 1, false, false, {});
+    if (!probe) return probe.error();
+    if (!probe->entries.empty()) {
+      spdlog::error("spoke {}: the mount point is not empty", m->name);
+      return Errc::not_empty;
+    }
+    m->point = dir;
+    m->point_parent = parent;
+    // The mount's id keys its shadow inodes: kept while it names the same
+    // hub directory, so local inode numbers survive restarts.
+    {
+      const std::string marker = rec::key_meta("spoke/" + spec.local);
+      auto txn = ns_.kv->begin();
+      std::string v;
+      kv::Status s = txn->get(marker, &v, true);
+      auto j = nlohmann::json::parse(s.ok() ? v : std::string("{}"), nullptr, false);
+      if (j.is_object() && j.value("hub", "") == spec.hub_url && j.value("remote", "") == spec.remote) {
+        m->id = j.value("id", 0u);
+      } else {
+        std::string next;
+        s = txn->get(rec::key_meta("next_spoke_id"), &next, true);
+        m->id = s.ok() && next.size() == 4 ? static_cast<std::uint32_t>(get_be(next, 0, 4)) : 1;
+        next.clear();
+        put_be(next, m->id + 1, 4);
+        txn->put(rec::key_meta("next_spoke_id"), next);
+        txn->put(marker, nlohmann::json{{"id", m->id}, {"hub", spec.hub_url}, {"remote", spec.remote}}.dump());
+        if (auto c = txn->commit(kv::Durability::sync); !c.ok()) {
+          spdlog::error("spoke {}: cannot record the mount: {}", m->name, c.message);
+          return Errc::io;
+        }
+      }
+    }
+    hub::ClientOptions options;
+    options.url = spec.hub_url;
+    options.user = spec.user;
+    options.password = spec.password;
+    options.region = region;
+    options.timeout = kHubTimeout;
+    auto client = hub::Client::create(executor, options);
+    if (!client) {
+      spdlog::error("spoke {}: {}", m->name, client.error().message);
+      return Errc::invalid;
+    }
+    m->client = std::shared_ptr<hub::Client>(std::move(*client));
+    spdlog::info("spoke {}: serves {} of hub {} ({})", m->name, spec.remote, spec.hub_url,
+                 spec.strict ? "strict" : "available");
+    st.mounts.push_back(std::move(m));
+  }
+  for (auto& m : st.mounts) asio::co_spawn(executor, connect(state_, *m), asio::detached);
+  const auto deadline = std::chrono::steady_clock::now() + kConnectWait;
+  for (auto& m : st.mounts) {
+    for (;;) {
+      {
+        std::lock_guard lock(m->mu);
+        if (m->connected()) break;
+      }
+      if (std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  return {};
+}
+
+void Spokes::stop() {
+  if (state_->stopped.exchange(true)) return;
+  for (auto& m : state_->mounts) {
+    std::shared_ptr<hub::Feed> feed;
+    {
+      std::lock_guard lock(m->mu);
+      m->stopped = true;
+      feed = std::move(m->feed);
+    }
+    if (feed) feed->stop();
+  }
+}
+
+Status Namespace::start_spokes(asio::any_io_executor executor, const std::vector<SpokeMount>& mounts,
+                               const std::string& region, const SpokeCacheOptions& cache) {
+  if (mounts.empty()) return {};
+  if (impl_->spokes) return Errc::busy;
+  impl_->spokes = std::make_unique<Spokes>(*impl_);
+  return impl_->spokes->start(std::move(executor), mounts, region, cache);
+}
+
+void Namespace::stop_spokes() {
+  if (impl_->spokes) impl_->spokes->stop();
+}
+
+// ---------------------------------------------------------------------------
+// Shadow inodes
+
+namespace {
+
+// The shadow record of a local inode of a mount (the mount point included).
+Result<Shadow> shadow_of(State& st, kv::Store& kv, Ino ino) {
+  for (const auto& m : st.mounts) {
+    if (m->point != ino) continue;
+    std::lock_guard lock(m->mu);
+    return Shadow{m->id, m->root_hub_ino, 0, FileType::directory, m->point_parent, ""};
+  }
+  if (auto hit = st.shadows.get(ino)) return *hit;
+  std::string v;
+  kv::Status s = kv.get(key_shadow(ino), &v);
+  if (s.not_found()) return Errc::stale;
+  if (!s.ok()) return Errc::io;
+  auto sh = Shadow::decode(v);
+  if (!sh) return Errc::io;
+  st.shadows.put(ino, *sh);
+  return *sh;
+}
+
+// The local inode of hub file `a` at `path` (below the mount) in local
+// directory `parent`: the one recorded for it, else a new one.
+Result<Ino> local_ino(State& st, kv::Store& kv, Mount& m, Ino parent, const std::string& path,
+                      const wire::FileAttr& a) {
+  const std::string key = key_shadow_of(m.id, a.ino);
+  const Shadow want{m.id, a.ino, a.generation, type_of(a.type), parent, path};
+  auto same = [&](const Shadow& s) { return s.generation == want.generation && s.parent == parent && s.path == path; };
+  if (auto hit = st.by_hub.get(key); hit && hit->second == a.generation)
+    if (auto sh = st.shadows.get(hit->first); sh && same(*sh)) return hit->first;
+  std::lock_guard lock(st.alloc_mu);
+  Ino ino = 0;
+  std::string v;
+  kv::Status s = kv.get(key, &v);
+  if (s.ok() && v.size() == 16 && get_be(v, 8, 8) == a.generation) {
+    ino = get_be(v, 0, 8);
+    auto sh = shadow_of(st, kv, ino);
+    if (sh && same(*sh)) {
+      st.by_hub.put(key, {ino, a.generation});
+      return ino;
+    }
+  } else if (!s.ok() && !s.not_found()) {
+    return Errc::io;
+  }
+  if (!ino) {
+    auto n = st.alloc.next(kv);
+    if (!n) return n.error();
+    ino = *n;
+  }
+  // New, or moved at the hub (renamed, or reached by another path).
+  auto txn = kv.begin();
+  txn->put(key_shadow(ino), want.encode());
+  std::string index;
+  put_be(index, ino, 8);
+  put_be(index, a.generation, 8);
+  txn->put(key, index);
+  // Not synchronous: a crash loses at most the newest numbers, and a client
+  // holding one then gets a stale handle, never another file.
+  if (!txn->commit(kv::Durability::async).ok()) return Errc::io;
+  st.shadows.put(ino, want);
+  st.by_hub.put(key, {ino, a.generation});
+  return ino;
+}
+
+}  // namespace
+
+Result<Ino> Spokes::mount_point_of(Ino ino) {
+  auto sh = shadow_of(*state_, *ns_.kv, ino);
+  if (!sh) return sh.error();
+  Mount* m = state_->mount(sh->mount);
+  if (!m) return Errc::stale;
+  return m->point;
+}
+
+// ---------------------------------------------------------------------------
+// Metadata
+
+namespace {
+
+struct Where {
+  Mount* mount;
+  Shadow shadow;
+};
+
+Result<Where> where(State& st, kv::Store& kv, Ino ino) {
+  if (st.stopped) return Errc::unavailable;
+  auto sh = shadow_of(st, kv, ino);
+  if (!sh) return sh.error();
+  Mount* m = st.mount(sh->mount);
+  if (!m) return Errc::stale;  // a mount no longer configured
+  return Where{m, std::move(*sh)};
+}
+
+// The hub's attributes of the file a shadow names: cached, else asked for.
+asio::awaitable<Result<wire::FileAttr>> hub_attr(Mount& m, Ino ino, Shadow sh) {
+  std::uint64_t since;
+  {
+    std::lock_guard lock(m.mu);
+    if (ino == m.point) sh.hub_ino = m.root_hub_ino;
+    if (sh.hub_ino && m.cache_usable())
+      if (auto it = m.attrs.find(sh.hub_ino); it != m.attrs.end()) co_return it->second;
+    if (auto s = m.may_ask_hub(); !s) co_return s.error();
+    since = m.epoch;
+  }
+  auto op = m.client->attr(m.hub_path(sh.path));
+  auto r = co_await std::move(op);
+  if (!r) co_return make_error_code(errc_of_hub(r.error()));
+  const wire::FileAttr& a = r->attr;
+  // The path names another file now: the one this inode named is gone or
+  // moved (the client looks the name up again).
+  if (ino != m.point && (a.ino != sh.hub_ino || a.generation != sh.generation)) co_return Errc::stale;
+  std::lock_guard lock(m.mu);
+  if (ino == m.point) {
+    if (m.root_hub_ino && m.root_hub_ino != a.ino) m.drop_cache();  // the hub's directory was replaced
+    m.root_hub_ino = a.ino;
+  }
+  if (m.may_cache(since)) m.attrs[a.ino] = a;
+  co_return a;
+}
+
+// All entries of a hub directory in name order, with their attributes.
+asio::awaitable<Result<std::vector<std::pair<std::string, wire::FileAttr>>>> hub_listing(Mount& m, std::uint64_t dir_hub_ino,
+                                                                                           std::string path) {
+  using Entries = std::vector<std::pair<std::string, wire::FileAttr>>;
+  std::uint64_t since;
+  {
+    std::lock_guard lock(m.mu);
+    if (m.cache_usable())
+      if (auto d = m.dirs.find(dir_hub_ino); d != m.dirs.end() && d->second.listing) {
+        Entries out;
+        for (const auto& [name, ino] : *d->second.listing) {
+          auto a = m.attrs.find(ino);
+          if (a == m.attrs.end()) break;  // an entry's attributes changed: list again
+          out.emplace_back(name, a->second);
+        }
+        if (out.size() == d->second.listing->size()) co_return out;
+      }
+    if (auto s = m.may_ask_hub(); !s) co_return s.error();
+    since = m.epoch;
+  }
+  Entries out;
+  std::uint64_t cookie = 0;
+  for (;;) {
+    auto op = m.client->list(m.hub_path(path), cookie, kListPage);
+    auto page = co_await std::move(op);
+    if (!page) co_return make_error_code(errc_of_hub(page.error()));
+    for (auto& e : page->entries) out.push_back(std::move(e));
+    if (page->eof || page->entries.empty()) break;
+    cookie = page->cookie;
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::lock_guard lock(m.mu);
+  if (m.may_cache(since)) {
+    Mount::Dir& d = m.dirs[dir_hub_ino];
+    d.listing.emplace();
+    for (const auto& [name, a] : out) {
+      m.attrs[a.ino] = a;
+      d.names[name] = a.ino;
+      d.listing->emplace_back(name, a.ino);
+    }
+  }
+  co_return out;
+}
+
+}  // namespace
+
+Task<Attr> Spokes::getattr(const OpContext& ctx, Ino ino) {
+  if (auto s = ns_.check_ctx(ctx, std::chrono::steady_clock::now()); !s) co_return s.error();
+  auto w = where(*state_, *ns_.kv, ino);
+  if (!w) co_return w.error();
+  auto op = hub_attr(*w->mount, ino, w->shadow);
+  auto a = co_await std::move(op);
+  if (!a) co_return a.error();
+  co_return to_attr(*a, ino);
+}
+
+Task<std::uint32_t> Spokes::access(const OpContext& ctx, Ino ino) {
+  auto a = co_await getattr(ctx, ino);
+  if (!a) co_return a.error();
+  std::uint32_t bits = 0;
+  for (std::uint32_t want : {4u, 1u})  // never 2: mounts are read-only
+    if (ns_.may(ctx, *a, want)) bits |= want;
+  co_return bits;
+}
+
+Task<Attr> Spokes::lookup(const OpContext& ctx, Ino dir, std::string_view name_view) {
+  const std::string name(name_view);
+  auto d = co_await getattr(ctx, dir);
+  if (!d) co_return d.error();
+  if (d->type != FileType::directory) co_return Errc::not_dir;
+  if (auto s = ns_.may(ctx, *d, 1); !s) co_return s.error();
+  if (name == ".") co_return *d;
+  auto w = where(*state_, *ns_.kv, dir);
+  if (!w) co_return w.error();
+  Mount& m = *w->mount;
+  if (name == "..") {
+    if (dir == m.point) co_return ns_.getattr(ctx, m.point_parent);
+    co_return co_await getattr(ctx, w->shadow.parent);
+  }
+  if (auto s = check_name(name); !s) co_return s.error();
+  // The mount point's shadow carries the hub inode that getattr just learned.
+  const std::uint64_t dir_hub = w->shadow.hub_ino;
+  const std::string path = join(w->shadow.path, name);
+  std::uint64_t since;
+  {
+    std::unique_lock lock(m.mu);
+    if (m.cache_usable())
+      if (auto dit = m.dirs.find(dir_hub); dit != m.dirs.end())
+        if (auto e = dit->second.names.find(name); e != dit->second.names.end()) {
+          if (!e->second) co_return Errc::not_found;
+          if (auto a = m.attrs.find(*e->second); a != m.attrs.end()) {
+            const wire::FileAttr hit = a->second;
+            lock.unlock();
+            auto ino = local_ino(*state_, *ns_.kv, m, dir, path, hit);
+            if (!ino) co_return ino.error();
+            co_return to_attr(hit, *ino);
+          }
+        }
+    if (auto s = m.may_ask_hub(); !s) co_return s.error();
+    since = m.epoch;
+  }
+  auto op = m.client->attr(m.hub_path(path));
+  auto r = co_await std::move(op);
+  if (!r) {
+    const Errc e = errc_of_hub(r.error());
+    if (e == Errc::not_found) {
+      std::lock_guard lock(m.mu);
+      if (m.may_cache(since)) m.dirs[dir_hub].names[name] = std::nullopt;
+    }
+    co_return make_error_code(e);
+  }
+  const wire::FileAttr a = r->attr;
+  {
+    std::lock_guard lock(m.mu);
+    if (m.may_cache(since)) {
+      m.dirs[dir_hub].names[name] = a.ino;
+      m.attrs[a.ino] = a;
+    }
+  }
+  auto ino = local_ino(*state_, *ns_.kv, m, dir, path, a);
+  if (!ino) co_return ino.error();
+  co_return to_attr(a, *ino);
+}
+
+Task<DirPage> Spokes::readdir(const OpContext& ctx, Ino dir, std::uint64_t cookie, std::size_t max,
+                              bool with_attrs, bool by_name, std::string_view start_after_view) {
+  const std::string start_after(start_after_view);
+  auto d = co_await getattr(ctx, dir);
+  if (!d) co_return d.error();
+  if (d->type != FileType::directory) co_return Errc::not_dir;
+  if (auto s = ns_.may(ctx, *d, 4); !s) co_return s.error();
+  auto w = where(*state_, *ns_.kv, dir);
+  if (!w) co_return w.error();
+  Mount& m = *w->mount;
+  auto op = hub_listing(m, w->shadow.hub_ino, w->shadow.path);
+  auto entries = co_await std::move(op);
+  if (!entries) co_return entries.error();
+  max = std::clamp<std::size_t>(max, 1, 100000);
+  // Cookies are positions in name order: a listing that changes between
+  // pages may repeat or skip an entry (the hub's own cookies are per page).
+  std::size_t first = cookie;
+  if (by_name) {
+    first = static_cast<std::size_t>(
+        std::upper_bound(entries->begin(), entries->end(), start_after,
+                         [](const std::string& k, const auto& e) { return k < e.first; }) -
+        entries->begin());
+  }
+  DirPage page;
+  for (std::size_t i = first; i < entries->size() && page.entries.size() < max; ++i) {
+    const auto& [name, a] = (*entries)[i];
+    auto ino = local_ino(*state_, *ns_.kv, m, dir, join(w->shadow.path, name), a);
+    if (!ino) co_return ino.error();
+    DirEntry e{name, *ino, type_of(a.type), i + 1, std::nullopt};
+    if (with_attrs) e.attr = to_attr(a, *ino);
+    page.entries.push_back(std::move(e));
+  }
+  page.eof = first + page.entries.size() >= entries->size();
+  co_return page;
+}
+
+Task<std::string> Spokes::readlink(const OpContext& ctx, Ino ino) {
+  auto a = co_await getattr(ctx, ino);
+  if (!a) co_return a.error();
+  if (a->type != FileType::symlink) co_return Errc::invalid;
+  auto w = where(*state_, *ns_.kv, ino);
+  if (!w) co_return w.error();
+  {
+    std::lock_guard lock(w->mount->mu);
+    if (auto s = w->mount->may_ask_hub(); !s) co_return s.error();
+  }
+  auto op = w->mount->client->readlink(w->mount->hub_path(w->shadow.path));
+  auto r = co_await std::move(op);
+  if (!r) co_return make_error_code(errc_of_hub(r.error()));
+  co_return r->first;
+}
+
+// ---------------------------------------------------------------------------
+// Content
+
+namespace {
+
+// The manifest of a version of the file a shadow names (immutable, so
+// cached for as long as there is room).
+asio::awaitable<Result<std::shared_ptr<const wire::Manifest>>> hub_manifest(Mount& m, const Shadow& sh,
+                                                                             std::uint64_t version) {
+  if (version == 0) co_return std::make_shared<const wire::Manifest>();  // never sealed: no content yet
+  {
+    std::lock_guard lock(m.mu);
+    if (auto it = m.manifests.find({sh.hub_ino, version}); it != m.manifests.end()) co_return it->second;
+    if (m.stopped) co_return Errc::unavailable;
+  }
+  auto op = m.client->manifest(m.hub_path(sh.path), version);
+  auto r = co_await std::move(op);
+  if (!r) co_return make_error_code(errc_of_hub(r.error()));
+  if (r->ino != sh.hub_ino) co_return Errc::stale;
+  auto out = std::make_shared<const wire::Manifest>(std::move(*r));
+  std::lock_guard lock(m.mu);
+  if (m.manifests.size() >= kManifestCacheEntries) m.manifests.clear();
+  m.manifests[{sh.hub_ino, version}] = out;
+  co_return out;
+}
+
+// Copies [offset, offset + out.size()) of a version into `out`. The chunks
+// it lacks are fetched in batches; for a sequential reader (`of`), so are
+// those of the next kReadaheadBytes, while this read waits for its own.
+asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::string path, std::shared_ptr<const wire::Manifest> man,
+                                                 std::uint64_t offset, std::span<std::byte> out, Spokes::OpenFile* of) {
+  if (offset >= man->size || out.empty()) co_return std::size_t{0};
+  const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), man->size - offset));
+  const auto& chunks = man->chunks;
+  std::size_t first = static_cast<std::size_t>(
+      std::upper_bound(chunks.begin(), chunks.end(), offset, [](std::uint64_t o, const wire::ChunkRef& c) { return o < c.offset; }) -
+      chunks.begin());
+  if (first > 0) --first;
+  std::size_t last = first;  // one past the last chunk the range needs
+  while (last < chunks.size() && chunks[last].offset < offset + n) ++last;
+  std::size_t ahead_to = last;   // one past the last chunk to fetch now
+  std::size_t scheduled_to = 0;  // chunks before this one were asked for by earlier reads
+  if (of) {
+    std::lock_guard lock(of->mu);
+    if (offset == of->next_offset) {
+      std::uint64_t bytes = 0;
+      while (ahead_to < chunks.size() && bytes < kReadaheadBytes) bytes += chunks[ahead_to++].length;
+      scheduled_to = of->ahead;
+      of->ahead = std::max(of->ahead, ahead_to);
+    } else {
+      of->ahead = last;
+    }
+    of->next_offset = offset + n;
+  }
+  // Batches of consecutive chunks neither cached nor asked for already.
+  std::vector<BatchSlot> slots(ahead_to - first);
+  std::shared_ptr<ChunkBatch> batch;
+  std::uint64_t batch_bytes = 0;
+  for (std::size_t i = std::max(first, std::min(scheduled_to, last)); i < ahead_to; ++i) {
+    if (i < scheduled_to || st.chunks->get(chunks[i].digest)) {
+      batch.reset();
+      continue;
+    }
+    if (!batch || batch_bytes + chunks[i].length > kBatchBytes) {
+      batch = std::make_shared<ChunkBatch>();
+      batch->client = m.client;
+      batch->path = path;
+      batch->version = man->version;
+      batch_bytes = 0;
+    }
+    slots[i - first] = {batch, batch->refs.size()};
+    batch->refs.push_back(chunks[i]);
+    batch_bytes += chunks[i].length;
+  }
+  for (std::size_t i = first + 1; i < ahead_to; ++i)
+    if (slots[i - first].batch) asio::co_spawn(st.executor, prefetch_chunk(st.chunks, slots[i - first]), asio::detached);
+  std::size_t done = 0;
+  for (std::size_t i = first; i < last; ++i) {
+    const wire::ChunkRef& c = chunks[i];
+    BatchSlot slot = slots[i - first];
+    if (!slot.batch) {  // cached or in flight, unless evicted or failed since: then on its own
+      slot.batch = std::make_shared<ChunkBatch>();
+      slot.batch->client = m.client;
+      slot.batch->path = path;
+      slot.batch->version = man->version;
+      slot.batch->refs.push_back(c);
+    }
+    auto op = get_chunk(st.chunks, std::move(slot));
+    auto bytes = co_await std::move(op);
+    if (!bytes) co_return bytes.error();
+    if ((*bytes)->size() != c.length) co_return Errc::io;
+    const std::uint64_t from = std::max<std::uint64_t>(offset, c.offset);
+    const std::uint64_t to = std::min<std::uint64_t>(offset + n, c.offset + c.length);
+    std::memcpy(out.data() + (from - offset), (*bytes)->data() + (from - c.offset), to - from);
+    done += to - from;
+  }
+  if (done != n) co_return Errc::io;  // the manifest does not cover its size
+  co_return n;
+}
+
+}  // namespace
+
+Task<Handle> Spokes::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
+  if (flags.write) co_return Errc::read_only;
+  if (!flags.read) co_return Errc::invalid;
+  auto a = co_await getattr(ctx, ino);
+  if (!a) co_return a.error();
+  if (a->type == FileType::directory) co_return Errc::is_dir;
+  if (a->type != FileType::regular) co_return Errc::invalid;
+  if (auto s = ns_.may(ctx, *a, 4); !s) co_return s.error();
+  auto w = where(*state_, *ns_.kv, ino);
+  if (!w) co_return w.error();
+  auto op = hub_manifest(*w->mount, w->shadow, a->version);
+  auto man = co_await std::move(op);
+  if (!man) co_return man.error();
+  auto of = std::make_shared<OpenFile>();
+  of->mount = w->mount;
+  of->path = w->mount->hub_path(w->shadow.path);
+  of->manifest = std::move(*man);
+  std::lock_guard lock(state_->handles_mu);
+  Handle h{kHandleBit | state_->next_handle++};
+  state_->handles.emplace(h.id, std::move(of));
+  co_return h;
+}
+
+Task<std::size_t> Spokes::read(const OpContext& ctx, Handle h, std::uint64_t offset, std::span<std::byte> out) {
+  if (auto s = ns_.check_ctx(ctx, std::chrono::steady_clock::now()); !s) co_return s.error();
+  std::shared_ptr<OpenFile> of;
+  {
+    std::lock_guard lock(state_->handles_mu);
+    auto it = state_->handles.find(h.id);
+    if (it == state_->handles.end()) co_return Errc::bad_handle;
+    of = it->second;
+  }
+  auto op = read_chunks(*state_, *of->mount, of->path, of->manifest, offset, out, of.get());
+  co_return co_await std::move(op);
+}
+
+Task<std::size_t> Spokes::read_version(const OpContext& ctx, Ino ino, std::uint64_t version, std::uint64_t offset,
+                                       std::span<std::byte> out) {
+  auto a = co_await getattr(ctx, ino);
+  if (!a) co_return a.error();
+  if (a->type != FileType::regular) co_return Errc::invalid;
+  if (auto s = ns_.may(ctx, *a, 4); !s) co_return s.error();
+  if (version == 0 || version > a->version) co_return Errc::not_found;
+  auto w = where(*state_, *ns_.kv, ino);
+  if (!w) co_return w.error();
+  auto mop = hub_manifest(*w->mount, w->shadow, version);
+  auto man = co_await std::move(mop);
+  if (!man) co_return man.error();
+  auto op = read_chunks(*state_, *w->mount, w->mount->hub_path(w->shadow.path), *man, offset, out, nullptr);
+  co_return co_await std::move(op);
+}
+
+Status Spokes::flush(Handle h) {
+  std::lock_guard lock(state_->handles_mu);
+  if (!state_->handles.contains(h.id)) return Errc::bad_handle;
+  return {};
+}
+
+Status Spokes::release(Handle h) {
+  std::lock_guard lock(state_->handles_mu);
+  if (!state_->handles.erase(h.id)) return Errc::bad_handle;
+  return {};
+}
+
+}  // namespace weft::ns

@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""Spoke mounts, the read path (backend/hub/SPOKES.md), end to end: a hub
+`weft serve` and a spoke `weft serve` whose directory /datasets is the hub's
+data/datasets, reached through the WAN emulator with latency. Files written
+at the hub over REST are read at the spoke over S3 (boto3), SFTP (paramiko),
+NFS (libnfs-utils' nfs-cat, which mounts the file's directory) and REST;
+listings match; an overwrite at the hub reaches the spoke through
+the change feed; writes under the mount are refused read-only; with the hub
+stopped a strict mount fails at once and an available one serves its cache.
+
+    spoke_test.py --weft PATH [unittest arguments]
+"""
+
+import argparse
+import faulthandler
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+import boto3
+import botocore.config
+import botocore.exceptions
+import paramiko
+import requests
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hubsite import Site  # noqa: E402
+from gateway import Gateway  # noqa: E402  (on the path through hubsite)
+
+WEFT = None
+FEED_WAIT = 15  # seconds an overwrite may take to reach the spoke
+PROTOCOLS = ("rest", "s3", "sftp", "nfs")
+
+
+class Spoke(Gateway):
+    """A spoke `weft serve` (REST, S3, SFTP, NFS) mounting data/datasets of `hub_url`."""
+
+    def __init__(self, hub, hub_url, mode="strict", flags=False):
+        credentials = str(hub.data / "credentials.json")
+        if flags:
+            super().__init__(WEFT, protocols=PROTOCOLS, prefix="weft-spoke-",
+                             args=["--spoke", "/datasets=%s/data/datasets" % hub_url,
+                                   "--spoke-credentials", credentials, "--spoke-mode", mode])
+        else:
+            spoke = {"local": "/datasets", "hub": hub_url, "remote": "data/datasets",
+                     "credentials": credentials, "mode": mode}
+            super().__init__(WEFT, protocols=PROTOCOLS, prefix="weft-spoke-",
+                             config={"spokes": [spoke]})
+
+    def restart(self):
+        """SIGTERM (exit 0), then `weft serve` again on the same data directory."""
+        started = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.wait(timeout=10) == 0, self.log()
+        self.stop_seconds = time.monotonic() - started
+        command = [WEFT, "serve", "--data", str(self.data), "--smb", "off"]
+        for p in PROTOCOLS:
+            command += ["--" + p, "127.0.0.1:0"]
+        if (self.tmp / "weft.json").exists():
+            command += ["--config", str(self.tmp / "weft.json")]
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        self.endpoints = self._wait_for_endpoints()
+        self.url = "http://" + self.endpoints["rest"]
+
+    def s3(self):
+        return boto3.client(
+            "s3", endpoint_url="http://" + self.endpoints["s3"], region_name="us-east-1",
+            aws_access_key_id=self.credentials["access_key_id"],
+            aws_secret_access_key=self.credentials["secret_access_key"],
+            config=botocore.config.Config(s3={"addressing_style": "path"},
+                                          retries={"max_attempts": 1, "mode": "standard"}))
+
+    def sftp(self):
+        host, _, port = self.endpoints["sftp"].rpartition(":")
+        transport = paramiko.Transport((host, int(port)))
+        transport.connect(username=self.admin[0], password=self.admin[1])
+        return transport, paramiko.SFTPClient.from_transport(transport)
+
+
+def rest(site):
+    s = requests.Session()
+    s.auth = site.admin
+    return s
+
+
+def hub_put(hub, path, body):
+    with rest(hub) as s:
+        r = s.put(hub.url + "/api/v1/files/data/datasets/" + path, data=body, params={"mkdirs": "true"})
+        assert r.status_code in (200, 201), r.text
+
+
+def s3_body(s3, key, **kw):
+    return s3.get_object(Bucket="datasets", Key=key, **kw)["Body"].read()
+
+
+class ReadPathTest(unittest.TestCase):
+    """Hub and spoke through the WAN emulator (20 ms RTT)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.hub = Site(WEFT)
+        cls.files = {
+            "small.txt": b"hello from the hub\n",
+            "empty": b"",
+            "big.bin": os.urandom(5 << 20) + b"x" * (2 << 20),  # many chunks, some compressible
+            "nested/deeper/leaf.csv": b"a,b\n1,2\n" * 5000,
+        }
+        for path, body in cls.files.items():
+            hub_put(cls.hub, path, body)
+        cls.link = cls.hub.emulator("--rtt-ms", "20")
+        cls.spoke = Spoke(cls.hub, "http://" + cls.link.address)
+        cls.s3 = cls.spoke.s3()
+        cls.transport, cls.sftp = cls.spoke.sftp()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.sftp.close()
+        cls.transport.close()
+        cls.s3.close()
+        spoke_code = cls.spoke.stop()
+        hub_code = cls.hub.stop()
+        assert spoke_code == 0 and hub_code == 0, (spoke_code, hub_code)
+
+    def test_s3_sftp_and_rest_read_the_hub_bytes(self):
+        with rest(self.spoke) as s:
+            for path, body in self.files.items():
+                with self.subTest(path=path):
+                    self.assertEqual(s3_body(self.s3, path), body)
+                    with self.sftp.open("/data/datasets/" + path, "rb") as f:
+                        self.assertEqual(f.read(), body)
+                    r = s.get(self.spoke.url + "/api/v1/files/data/datasets/" + path)
+                    if r.status_code != 200:  # (r.text of a large binary body takes minutes to decode)
+                        self.fail(r.text)
+                    self.assertEqual(hashlib.sha256(r.content).digest(), hashlib.sha256(body).digest())
+        big = self.files["big.bin"]
+        self.assertEqual(s3_body(self.s3, "big.bin", Range="bytes=3000000-3999999"), big[3000000:4000000])
+        with self.sftp.open("/data/datasets/big.bin", "rb") as f:
+            f.seek(len(big) - 100)
+            self.assertEqual(f.read(), big[-100:])
+
+    def test_nfs_reads_the_hub_bytes(self):
+        if not shutil.which("nfs-cat"):
+            self.skipTest("nfs-cat (libnfs-utils) is not installed")
+        port = int(self.spoke.endpoints["nfs"].rsplit(":", 1)[1])
+        for path, body in self.files.items():
+            with self.subTest(path=path):
+                url = "nfs://127.0.0.1/data/datasets/%s?nfsport=%d&mountport=%d&version=3" % (path, port, port)
+                r = subprocess.run(["nfs-cat", url], capture_output=True, timeout=120)
+                self.assertEqual(r.returncode, 0, r.stderr.decode(errors="replace") + self.spoke.log()[-3000:])
+                self.assertEqual(r.stdout, body)
+
+    def tree(self, site):
+        """{path: (type, size)} below data/datasets, walked over REST."""
+        out = {}
+        with rest(site) as s:
+            def walk(prefix):
+                r = s.get(site.url + "/api/v1/dirs/data/datasets/" + prefix, params={"limit": "1000"})
+                self.assertEqual(r.status_code, 200, r.text)
+                for e in r.json()["entries"]:
+                    path = prefix + e["name"]
+                    out[path] = (e["type"], e["size"] if e["type"] != "directory" else None)
+                    if e["type"] == "directory":
+                        walk(path + "/")
+            walk("")
+        return out
+
+    def test_listings_match_the_hub(self):
+        hub_tree = self.tree(self.hub)
+        self.assertEqual(self.tree(self.spoke), hub_tree)
+        hub_files = {path: size for path, (kind, size) in hub_tree.items() if kind != "directory"}
+        for path, body in self.files.items():
+            self.assertEqual(hub_files[path], len(body))
+        listed = self.s3.list_objects_v2(Bucket="datasets")["Contents"]
+        self.assertEqual({o["Key"]: o["Size"] for o in listed}, hub_files)
+        top = self.s3.list_objects_v2(Bucket="datasets", Delimiter="/")
+        self.assertEqual([p["Prefix"] for p in top["CommonPrefixes"]], ["nested/"])
+        self.assertEqual(sorted(self.sftp.listdir("/data/datasets/nested/deeper")), ["leaf.csv"])
+        attrs = {a.filename: a for a in self.sftp.listdir_attr("/data/datasets")}
+        self.assertEqual(attrs["big.bin"].st_size, len(self.files["big.bin"]))
+
+    def test_an_overwrite_at_the_hub_reaches_the_spoke(self):
+        hub_put(self.hub, "changing.txt", b"version one\n")
+        self.assertEqual(s3_body(self.s3, "changing.txt"), b"version one\n")  # now cached
+        hub_put(self.hub, "changing.txt", b"version two, longer\n")
+        deadline = time.monotonic() + FEED_WAIT
+        seen = s3_body(self.s3, "changing.txt")
+        while seen != b"version two, longer\n" and time.monotonic() < deadline:
+            self.assertEqual(seen, b"version one\n")  # the old version whole, never a mix
+            time.sleep(0.05)
+            seen = s3_body(self.s3, "changing.txt")
+        self.assertEqual(seen, b"version two, longer\n")
+        with self.sftp.open("/data/datasets/changing.txt", "rb") as f:
+            self.assertEqual(f.read(), b"version two, longer\n")
+        # A new file appears in the cached listing too.
+        self.s3.list_objects_v2(Bucket="datasets")
+        hub_put(self.hub, "appeared.txt", b"new\n")
+        deadline = time.monotonic() + FEED_WAIT
+        while time.monotonic() < deadline:
+            keys = [o["Key"] for o in self.s3.list_objects_v2(Bucket="datasets")["Contents"]]
+            if "appeared.txt" in keys:
+                break
+            time.sleep(0.05)
+        self.assertIn("appeared.txt", keys)
+
+    def test_writes_under_the_mount_are_refused_read_only(self):
+        with self.assertRaises(botocore.exceptions.ClientError) as e:
+            self.s3.put_object(Bucket="datasets", Key="new.txt", Body=b"x")
+        self.assertEqual(e.exception.response["Error"]["Code"], "AccessDenied")
+        with self.assertRaises(botocore.exceptions.ClientError) as e:
+            self.s3.delete_object(Bucket="datasets", Key="small.txt")
+        self.assertEqual(e.exception.response["Error"]["Code"], "AccessDenied")
+        with self.assertRaises(botocore.exceptions.ClientError):
+            self.s3.delete_bucket(Bucket="datasets")
+        with self.assertRaises(OSError):
+            with self.sftp.open("/data/datasets/new.txt", "wb") as f:
+                f.write(b"x")
+        with rest(self.spoke) as s:
+            r = s.put(self.spoke.url + "/api/v1/files/data/datasets/new.txt", data=b"x")
+            self.assertEqual((r.status_code, r.json()["error"]["code"]), (403, "read_only"))
+        self.assertEqual(s3_body(self.s3, "small.txt"), self.files["small.txt"])
+        with rest(self.hub) as s:
+            r = s.get(self.hub.url + "/api/v1/files/data/datasets/new.txt")
+            self.assertEqual(r.status_code, 404)
+
+
+class HubDownTest(unittest.TestCase):
+    """The hub stops: a strict mount (set up by flags) fails at once with a
+    clear error, an available one (by config) serves what it has cached."""
+
+    def test_strict_fails_promptly_and_available_serves_its_cache(self):
+        hub = Site(WEFT)
+        strict = available = None
+        try:
+            hub_put(hub, "a.txt", b"cached at the spokes\n")
+            hub_put(hub, "b.txt", b"never read before the hub stops\n")
+            big = os.urandom(24 << 20)
+            hub_put(hub, "big.bin", big)
+            url = "http://" + hub.rest
+            strict = Spoke(hub, url, mode="strict", flags=True)
+            available = Spoke(hub, url, mode="available")
+            s3_strict, s3_available = strict.s3(), available.s3()
+            for s3 in (s3_strict, s3_available):
+                self.assertEqual(s3_body(s3, "a.txt"), b"cached at the spokes\n")
+            # A file open while the hub stops: what was fetched (the first
+            # block and the readahead after it) reads right, the rest fails.
+            transport, sftp = strict.sftp()
+            f = sftp.open("/data/datasets/big.bin", "rb")
+            self.assertEqual(f.read(32768), big[:32768])
+            time.sleep(1)  # the readahead lands
+            self.assertEqual(hub.stop(), 0)
+            hub = None
+            f.seek(1 << 20)
+            self.assertEqual(f.read(32768), big[1 << 20:(1 << 20) + 32768])
+            f.seek(20 << 20)
+            with self.assertRaises(OSError):
+                f.read(32768)
+            f.close()
+            sftp.close()
+            transport.close()
+            for key in ("a.txt", "b.txt"):
+                started = time.monotonic()
+                with self.assertRaises(botocore.exceptions.ClientError) as e:
+                    s3_body(s3_strict, key)
+                self.assertEqual(e.exception.response["Error"]["Code"], "ServiceUnavailable")
+                self.assertLess(time.monotonic() - started, 3)
+            with rest(strict) as s:
+                r = s.get(strict.url + "/api/v1/files/data/datasets/a.txt")
+                self.assertEqual((r.status_code, r.json()["error"]["code"]), (503, "unavailable"))
+            self.assertEqual(s3_body(s3_available, "a.txt"), b"cached at the spokes\n")
+            with self.assertRaises(botocore.exceptions.ClientError) as e:
+                s3_body(s3_available, "b.txt")
+            self.assertEqual(e.exception.response["Error"]["Code"], "ServiceUnavailable")
+            self.assertIn("lost the hub's change feed", strict.log())
+            s3_strict.close()
+            s3_available.close()
+        finally:
+            for site in (strict, available, hub):
+                if site:
+                    self.assertEqual(site.stop(), 0)
+
+
+class RestartTest(unittest.TestCase):
+    """Shadow inode numbers are recorded: a restarted spoke gives every hub
+    file the number it had (NFS handles stay valid), and new files new ones."""
+
+    def test_inode_numbers_survive_a_restart(self):
+        hub = Site(WEFT)
+        spoke = None
+        try:
+            for path in ("one.txt", "two.txt", "dir/three.txt"):
+                hub_put(hub, path, path.encode())
+            spoke = Spoke(hub, "http://" + hub.rest)
+
+            def inos():
+                out = {}
+                with rest(spoke) as s:
+                    for path in ("", "one.txt", "two.txt", "dir", "dir/three.txt"):
+                        r = s.get(spoke.url + "/api/v1/stat/data/datasets/" + path)
+                        self.assertEqual(r.status_code, 200, r.text)
+                        out[path] = r.json()["ino"]
+                return out
+
+            before = inos()
+            self.assertEqual(len(set(before.values())), len(before))
+            spoke.restart()
+            self.assertLess(spoke.stop_seconds, 5)
+            self.assertEqual(inos(), before)
+            self.assertIn("connected to hub", spoke.log())
+        finally:
+            for site in (spoke, hub):
+                if site:
+                    self.assertEqual(site.stop(), 0)
+
+
+def main():
+    global WEFT
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--weft", required=True)
+    args, rest_args = parser.parse_known_args()
+    WEFT = args.weft
+    # A hang shows where it is before ctest's timeout kills the run.
+    faulthandler.dump_traceback_later(160, exit=True)
+    unittest.main(argv=[sys.argv[0]] + rest_args)
+
+
+if __name__ == "__main__":
+    main()
