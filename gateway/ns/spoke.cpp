@@ -35,6 +35,9 @@ constexpr std::uint64_t kReadaheadBytes = 8ull << 20;
 constexpr std::uint64_t kBatchBytes = 1ull << 20;
 constexpr std::size_t kShadowCacheEntries = 1 << 20;
 constexpr std::size_t kManifestCacheEntries = 4096;
+// Attributes and directories cached per mount; past this the mount starts
+// over (an LRU is the cache issue's).
+constexpr std::size_t kMetadataCacheEntries = 1 << 20;
 // How long start() waits for the feeds' first connection, so that a spoke
 // whose hub is up serves its mounts as soon as it listens.
 constexpr auto kConnectWait = std::chrono::seconds(3);
@@ -195,9 +198,16 @@ struct Spokes::Mount {
     dirs.clear();
     epoch++;
   }
-  // With mu held: caches an answer fetched while `since` was the epoch,
-  // unless an invalidation arrived meanwhile (it may predate the answer).
-  bool may_cache(std::uint64_t since) const { return epoch == since; }
+  // With mu held: whether to cache an answer fetched while `since` was the
+  // epoch: not if an invalidation arrived meanwhile (it may predate the
+  // answer). Makes room first.
+  bool may_cache(std::uint64_t since) {
+    if (epoch != since) return false;
+    if (attrs.size() + dirs.size() < kMetadataCacheEntries) return true;
+    attrs.clear();  // not an invalidation: answers in flight stay good
+    dirs.clear();
+    return true;
+  }
 };
 
 struct Spokes::OpenFile {
