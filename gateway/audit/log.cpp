@@ -10,8 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <condition_variable>
 #include <deque>
@@ -33,6 +35,12 @@ constexpr std::int64_t kReorderSlackNs = 5'000'000'000;
 // At most one warning about drops or write errors per this many nanoseconds.
 constexpr std::int64_t kWarnIntervalNs = 10'000'000'000;
 constexpr std::size_t kReadBlock = 64 * 1024;
+// Once woken, the writer lets records gather this long (or until this many
+// wait, at most half the queue) before writing them: under load it then
+// wakes once per batch, not once per record, and the threads that record
+// never signal it.
+constexpr auto kGather = std::chrono::milliseconds(5);
+constexpr std::size_t kGatherRecords = 4096;
 
 error_code errno_code(int e) { return error_code(e, boost::system::system_category()); }
 
@@ -164,7 +172,8 @@ struct Log::Impl {
                           "Audit records dropped because the queue was full or the log closed")),
         write_errors(m.counter("weft_audit_write_errors_total", "Failed writes to the audit log")),
         rotations(m.counter("weft_audit_rotations_total", "Audit log files rotated")),
-        queue_depth(m.gauge("weft_audit_queue_depth", "Audit records waiting for the writer")) {}
+        queue_depth(m.gauge("weft_audit_queue_depth", "Audit records waiting for the writer")),
+        gather_records(std::max<std::size_t>(1, std::min(kGatherRecords, o.queue_capacity / 2))) {}
 
   const Options options;
   metrics::Counter& records;
@@ -172,6 +181,7 @@ struct Log::Impl {
   metrics::Counter& write_errors;
   metrics::Counter& rotations;
   metrics::Gauge& queue_depth;
+  const std::size_t gather_records;
 
   // Writer state: the file and its size belong to the writer thread, except
   // that query() reads which files exist under files_mu.
@@ -189,6 +199,7 @@ struct Log::Impl {
   int flush_waiters = 0;         // guarded by mu
   bool closing = false;          // guarded by mu
   bool stopped = false;          // guarded by mu: the writer has exited
+  bool idle = false;             // guarded by mu: the writer waits for a first record
   std::thread writer;
 
   std::atomic<std::int64_t> last_warning_ns{0};
@@ -289,9 +300,13 @@ struct Log::Impl {
   void run() {
     std::unique_lock lock(mu);
     for (;;) {
+      idle = true;
       wake.wait(lock, [&] {
         return !queue.empty() || closing || (flush_waiters > 0 && synced < processed);
       });
+      idle = false;
+      wake.wait_for(lock, kGather,
+                    [&] { return closing || flush_waiters > 0 || queue.size() >= gather_records; });
       std::deque<Record> batch;
       batch.swap(queue);
       const bool sync = flush_waiters > 0 || closing;
@@ -333,19 +348,22 @@ void Log::record(Record r) noexcept {
   Impl& im = *impl_;
   if (r.time_ns == 0) r.time_ns = now_ns();
   bool queued = false;
+  bool wake = false;
   try {
     std::lock_guard lock(im.mu);
     if (!im.closing && im.queue.size() < im.options.queue_capacity) {
       im.queue.push_back(std::move(r));
       ++im.enqueued;
       queued = true;
+      // A writer gathering a batch wakes by itself.
+      wake = im.idle || im.queue.size() == im.gather_records;
     }
   } catch (const std::bad_alloc&) {
     // Counted as a drop below: the request goes on.
   }
   if (queued) {
     im.queue_depth.add(1);
-    im.wake.notify_one();
+    if (wake) im.wake.notify_one();
     return;
   }
   im.dropped.inc();
