@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <condition_variable>
@@ -112,20 +113,120 @@ bool path_has_prefix(std::string_view path, std::string_view prefix) {
 
 }  // namespace
 
+namespace {
+
+// How many bytes at the start of `s` (which starts with a byte >= 0x80)
+// form one UTF-8 sequence (RFC 3629: no overlong forms, no surrogates,
+// nothing above U+10FFFF). When they do not, `valid` is false and the count
+// covers the lead byte and the continuation bytes that fitted before the
+// one that did not: the maximal subpart that Unicode replaces with one
+// U+FFFD, as nlohmann's error_handler_t::replace did before.
+std::size_t utf8_sequence(std::string_view s, bool& valid) {
+  auto at = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = at(0);
+  std::size_t n;
+  unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    valid = false;
+    return 1;
+  }
+  for (std::size_t i = 1; i < n; ++i, lo = 0x80, hi = 0xBF) {
+    if (i >= s.size() || at(i) < lo || at(i) > hi) {
+      valid = false;
+      return i;
+    }
+  }
+  valid = true;
+  return n;
+}
+
+// Appends `s` as a JSON string. Paths are bytes from clients, not always
+// UTF-8: what is not becomes U+FFFD.
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  auto plain = [](unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; };
+  out += '"';
+  while (!s.empty()) {
+    std::size_t n = 0;
+    while (n < s.size() && plain(static_cast<unsigned char>(s[n]))) ++n;
+    if (n) {
+      out += s.substr(0, n);
+      s.remove_prefix(n);
+      continue;
+    }
+    const auto c = static_cast<unsigned char>(s.front());
+    n = 1;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 15];
+        } else {
+          bool valid = false;
+          n = utf8_sequence(s, valid);
+          out += valid ? s.substr(0, n) : std::string_view("\xEF\xBF\xBD");
+        }
+    }
+    s.remove_prefix(n);
+  }
+  out += '"';
+}
+
+void append_field(std::string& out, std::string_view name, std::string_view value) {
+  out += ",\"";
+  out += name;
+  out += "\":";
+  append_json_string(out, value);
+}
+
+void append_field(std::string& out, std::string_view name, std::uint64_t value) {
+  char digits[20];
+  auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  out += ",\"";
+  out += name;
+  out += "\":";
+  out.append(digits, end);
+}
+
+}  // namespace
+
+// Written directly rather than through an nlohmann object: building one per
+// record cost the writer more than the rest of a small S3 GET's work.
 std::string to_json_line(const Record& r) {
-  nlohmann::ordered_json j{{"time", format_time(r.time_ns)},
-                           {"user", r.user},
-                           {"protocol", r.protocol},
-                           {"client", r.client},
-                           {"op", r.op},
-                           {"path", r.path},
-                           {"bytes", r.bytes},
-                           {"result", r.result},
-                           {"request_id", r.request_id}};
-  if (r.wire_bytes) j["wire_bytes"] = r.wire_bytes;
-  if (!r.region.empty()) j["region"] = r.region;
-  // Paths are bytes from clients, not always UTF-8: replace, never throw.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string out;
+  out.reserve(160 + r.user.size() + r.client.size() + r.op.size() + r.path.size() + r.request_id.size());
+  out += "{\"time\":";
+  append_json_string(out, format_time(r.time_ns));
+  append_field(out, "user", r.user);
+  append_field(out, "protocol", r.protocol);
+  append_field(out, "client", r.client);
+  append_field(out, "op", r.op);
+  append_field(out, "path", r.path);
+  append_field(out, "bytes", r.bytes);
+  append_field(out, "result", r.result);
+  append_field(out, "request_id", r.request_id);
+  if (r.wire_bytes) append_field(out, "wire_bytes", r.wire_bytes);
+  if (!r.region.empty()) append_field(out, "region", r.region);
+  out += '}';
+  return out;
 }
 
 std::optional<Record> from_json_line(std::string_view line) {
