@@ -61,7 +61,7 @@ asio::awaitable<Found<Target>> find_target(Service& s, Request& r) {
     t.attr.size = 0;
     co_return t;
   }
-  auto meta = co_await load_meta(s.ns, r.ctx, attr->ino);
+  auto meta = co_await load_meta(s, r.ctx, attr->ino);
   if (!meta) co_return meta.error();
   t.meta = std::move(*meta);
   co_return t;
