@@ -47,15 +47,17 @@ std::string uri_encode(std::string_view s, bool encode_slash) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(s.size() + s.size() / 4);
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    if (unreserved(c) || (c == '/' && !encode_slash)) {
-      out += ch;
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
+  auto kept = [&](unsigned char c) { return unreserved(c) || (c == '/' && !encode_slash); };
+  for (std::size_t i = 0; i < s.size();) {
+    // Runs of kept bytes are appended whole: most of a URI is one.
+    std::size_t end = i;
+    while (end < s.size() && kept(static_cast<unsigned char>(s[end]))) ++end;
+    out.append(s.substr(i, end - i));
+    if (end == s.size()) break;
+    auto c = static_cast<unsigned char>(s[end]);
+    const char escape[3] = {'%', kHex[c >> 4], kHex[c & 15]};
+    out.append(escape, 3);
+    i = end + 1;
   }
   return out;
 }
