@@ -685,10 +685,29 @@ Result<VersionLoc> Namespace::Impl::load_version_loc(Ino ino, std::uint64_t vers
   return loc;
 }
 
+Result<std::shared_ptr<const std::string>> Namespace::Impl::load_inline(Ino ino, std::uint64_t version,
+                                                                       std::uint64_t size) {
+  const VersionKey key{ino, version};
+  const bool cached = size <= kCachedInlineBytes;
+  std::unique_lock<std::mutex> lock;
+  if (cached) {
+    if (auto hit = inline_contents.get(key)) return *hit;
+    lock = std::unique_lock(stripe(ino));  // as in load_version_loc()
+    if (auto hit = inline_contents.get(key)) return *hit;
+  }
+  auto bytes = std::make_shared<std::string>();
+  if (!kv->get(rec::key_inline(ino, version), bytes.get()).ok() || bytes->size() != size) return Errc::io;
+  if (cached) inline_contents.put(key, bytes);
+  return std::shared_ptr<const std::string>(std::move(bytes));
+}
+
 void Namespace::Impl::forget_versions(Batch& b, Ino ino, std::vector<std::uint64_t> versions) {
   if (versions.empty()) return;
   b.after_commit.push_back([this, ino, versions = std::move(versions)] {
-    for (auto v : versions) version_locs.erase({ino, v});
+    for (auto v : versions) {
+      version_locs.erase({ino, v});
+      inline_contents.erase({ino, v});
+    }
   });
 }
 
@@ -702,9 +721,9 @@ Result<std::size_t> Namespace::Impl::read_version(const OpContext& ctx, Ino ino,
   if (off >= loc->size) return std::size_t{0};
   std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), loc->size - off));
   if (!loc->fid) {
-    std::string bytes;
-    if (!kv->get(rec::key_inline(ino, version), &bytes).ok() || bytes.size() != loc->size) return Errc::io;
-    std::memcpy(out.data(), bytes.data() + off, n);
+    auto bytes = load_inline(ino, version, loc->size);
+    if (!bytes) return bytes.error();
+    std::memcpy(out.data(), (*bytes)->data() + off, n);
   } else {
     int fd = store->open_file(loc->fid, O_RDONLY);
     if (fd < 0) return from_errno(-fd);

@@ -94,6 +94,11 @@ struct VersionLoc {
   std::uint64_t fid = 0;
   std::uint64_t size = 0;
 };
+// The content of small inline versions (up to kCachedInlineBytes), so that
+// a hot small file is read from memory rather than the store; entries come
+// and go with version_locs' (the same fill and drop rules).
+inline constexpr std::size_t kCachedInlineBytes = 16 * 1024;
+inline constexpr std::size_t kInlineCacheEntries = 4096;  // at most 64 MiB
 
 // Hands out numbers from a persisted counter in batches, so that a number is
 // never given twice, even across crashes or by two nodes sharing the
@@ -196,6 +201,7 @@ struct Namespace::Impl {
   cache::LruMap<EntryKey, rec::EntryRec, EntryKeyHash> entries;
   cache::LruMap<XattrKey, CachedXattr, XattrKeyHash> xattr_cache;
   cache::LruMap<VersionKey, VersionLoc, VersionKeyHash> version_locs;
+  cache::LruMap<VersionKey, std::shared_ptr<const std::string>, VersionKeyHash> inline_contents;
   std::array<std::mutex, 1024> stripes;
   std::mutex rename_mu;
 
@@ -259,6 +265,8 @@ struct Namespace::Impl {
   // An xattr of `r` (nullopt: absent), from the cache or the store.
   Result<std::optional<std::string>> load_xattr(const rec::InodeRec& r, std::string_view name);
   Result<VersionLoc> load_version_loc(Ino ino, std::uint64_t version);
+  // The content of an inline version of `size` bytes.
+  Result<std::shared_ptr<const std::string>> load_inline(Ino ino, std::uint64_t version, std::uint64_t size);
   // After a commit that dropped versions of `ino`: forget where they were.
   void forget_versions(Batch& b, Ino ino, std::vector<std::uint64_t> versions);
   Batch begin();

@@ -956,7 +956,8 @@ Namespace::Impl::Impl(const Options& o)
       inodes(std::max<std::size_t>(o.inode_cache_entries, 64)),
       entries(std::max<std::size_t>(o.inode_cache_entries, 64)),
       xattr_cache(std::max<std::size_t>(o.inode_cache_entries, 64)),
-      version_locs(std::max<std::size_t>(o.inode_cache_entries, 64)) {}
+      version_locs(std::max<std::size_t>(o.inode_cache_entries, 64)),
+      inline_contents(kInlineCacheEntries) {}
 
 Namespace::Impl::~Impl() { pool.join(); }
 
