@@ -4,9 +4,10 @@
 //
 // Contract:
 //  - record() never blocks a request: it appends to a bounded in-memory
-//    queue that one writer thread drains. When the queue is full the record
-//    is dropped, counted in weft_audit_dropped_total and logged (at most one
-//    warning every few seconds).
+//    queue that one writer thread drains in batches, so a record reaches
+//    the file a few milliseconds after it was made. When the queue is full
+//    the record is dropped, counted in weft_audit_dropped_total and logged
+//    (at most one warning every few seconds).
 //  - The log is append-only. When audit.log would grow past max_file_bytes
 //    it is renamed to audit.log.1 (audit.log.1 to audit.log.2, ...) and a new
 //    one is started; at most max_files rotated files are kept.

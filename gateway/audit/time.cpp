@@ -38,14 +38,24 @@ std::string format_time(std::int64_t unix_ns) {
     frac += kNsPerSec;
     --secs;
   }
-  std::time_t t = static_cast<std::time_t>(secs);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(frac / 1000));
-  return buf;
+  // The audit writer formats one time per record, mostly within the same
+  // second: the date and time part is formatted once per second per thread.
+  thread_local std::int64_t last_secs = 0;
+  thread_local std::string last_text = "1970-01-01T00:00:00";
+  if (secs != last_secs) {
+    std::time_t t = static_cast<std::time_t>(secs);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    last_text = buf;
+    last_secs = secs;
+  }
+  char micros[] = ".000000Z";
+  for (int i = 6, us = static_cast<int>(frac / 1000); i >= 1; --i, us /= 10)
+    micros[i] = static_cast<char>('0' + us % 10);
+  return last_text + micros;
 }
 
 std::optional<std::int64_t> parse_time(std::string_view s) {

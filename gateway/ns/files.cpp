@@ -377,12 +377,14 @@ Status Namespace::Impl::trim_versions(Batch& b, const rec::InodeRec& r) {
   // down to the first that is already gone, no scan.
   Ino ino = r.attr.ino;
   std::uint64_t keep = std::max<std::uint32_t>(opt.retain_versions, 1);
+  std::vector<std::uint64_t> dropped;
   for (std::uint64_t v = r.attr.version > keep ? r.attr.version - keep : 0; v > 0; --v) {
     std::string value;
     kv::Status s = b.txn->get(rec::key_version(ino, v), &value, true);
     if (s.not_found()) break;
     if (!s.ok()) return Errc::io;
     b.txn->erase(rec::key_version(ino, v));
+    dropped.push_back(v);
     auto vr = rec::decode_version(value);
     if (!vr) continue;
     if (!vr->fid)
@@ -392,6 +394,7 @@ Status Namespace::Impl::trim_versions(Batch& b, const rec::InodeRec& r) {
     if (auto m = data::decode_manifest(vr->manifest))
       for (const auto& c : m->chunks) b.txn->erase(rec::key_chunk(to_sha(c.digest), ino, v));
   }
+  forget_versions(b, ino, std::move(dropped));
   return {};
 }
 
@@ -663,19 +666,66 @@ Result<std::vector<ChunkInfo>> Namespace::Impl::chunks(const OpContext& ctx, Ino
   return out;
 }
 
+Result<VersionLoc> Namespace::Impl::load_version_loc(Ino ino, std::uint64_t version) {
+  const VersionKey key{ino, version};
+  if (auto hit = version_locs.get(key)) return *hit;
+  // Under the stripe, so a version dropped meanwhile is not cached after
+  // forget_versions() ran.
+  std::lock_guard lock(stripe(ino));
+  if (auto hit = version_locs.get(key)) return *hit;
+  std::string v;
+  kv::Status s = kv->get(rec::key_version(ino, version), &v);
+  if (s.not_found()) return Errc::not_found;
+  if (!s.ok()) return Errc::io;
+  auto vr = rec::decode_version(v);
+  auto m = vr ? data::decode_manifest(vr->manifest) : std::nullopt;
+  if (!m) return Errc::io;
+  VersionLoc loc{vr->fid, m->size};
+  version_locs.put(key, loc);
+  return loc;
+}
+
+Result<std::shared_ptr<const std::string>> Namespace::Impl::load_inline(Ino ino, std::uint64_t version,
+                                                                       std::uint64_t size) {
+  const VersionKey key{ino, version};
+  const bool cached = size <= kCachedInlineBytes;
+  std::unique_lock<std::mutex> lock;
+  if (cached) {
+    if (auto hit = inline_contents.get(key)) return *hit;
+    lock = std::unique_lock(stripe(ino));  // as in load_version_loc()
+    if (auto hit = inline_contents.get(key)) return *hit;
+  }
+  auto bytes = std::make_shared<std::string>();
+  if (!kv->get(rec::key_inline(ino, version), bytes.get()).ok() || bytes->size() != size) return Errc::io;
+  if (cached) inline_contents.put(key, bytes);
+  return std::shared_ptr<const std::string>(std::move(bytes));
+}
+
+void Namespace::Impl::forget_versions(Batch& b, Ino ino, std::vector<std::uint64_t> versions) {
+  if (versions.empty()) return;
+  b.after_commit.push_back([this, ino, versions = std::move(versions)] {
+    for (auto v : versions) {
+      version_locs.erase({ino, v});
+      inline_contents.erase({ino, v});
+    }
+  });
+}
+
 Result<std::size_t> Namespace::Impl::read_version(const OpContext& ctx, Ino ino, std::uint64_t version,
                                                   std::uint64_t off, std::span<std::byte> out) {
-  auto loaded = load_version(ctx, ino, version);
-  if (!loaded) return loaded.error();
-  const auto& [vr, m] = *loaded;
-  if (off >= m.size) return std::size_t{0};
-  std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), m.size - off));
-  if (!vr.fid) {
-    std::string bytes;
-    if (!kv->get(rec::key_inline(ino, version), &bytes).ok() || bytes.size() != m.size) return Errc::io;
-    std::memcpy(out.data(), bytes.data() + off, n);
+  auto r = load_inode(ino);
+  if (!r) return r.error();
+  if (auto s = may(ctx, r->attr, 4); !s) return s.error();
+  auto loc = load_version_loc(ino, version);
+  if (!loc) return loc.error();
+  if (off >= loc->size) return std::size_t{0};
+  std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), loc->size - off));
+  if (!loc->fid) {
+    auto bytes = load_inline(ino, version, loc->size);
+    if (!bytes) return bytes.error();
+    std::memcpy(out.data(), (*bytes)->data() + off, n);
   } else {
-    int fd = store->open_file(vr.fid, O_RDONLY);
+    int fd = store->open_file(loc->fid, O_RDONLY);
     if (fd < 0) return from_errno(-fd);
     Status s = read_fully(fd, off, out.first(n));
     ::close(fd);

@@ -58,6 +58,50 @@ struct EntryKeyHash {
   }
 };
 
+// Xattr values by (inode, name), absent ones too. An entry holds the
+// inode's generation and change counter when it was read, and is used only
+// while the inode still has both: every xattr change bumps the counter, so
+// no entry outlives the value it holds.
+struct XattrKey {
+  Ino ino;
+  std::string name;
+  bool operator==(const XattrKey&) const = default;
+};
+struct XattrKeyHash {
+  std::size_t operator()(const XattrKey& k) const {
+    return std::hash<std::string_view>{}(k.name) ^ (k.ino * 0x9E3779B97F4A7C15ull);
+  }
+};
+struct CachedXattr {
+  std::uint64_t generation = 0;
+  std::uint64_t change = 0;
+  std::optional<std::string> value;
+};
+
+// Where a sealed version's content is (its data file, or inline in the
+// store when fid is 0) and its size: what read_version() needs of the
+// version record. Versions never change; entries go when the version does
+// (trimmed or freed, under the inode's stripe, which fills also hold).
+struct VersionKey {
+  Ino ino;
+  std::uint64_t version;
+  bool operator==(const VersionKey&) const = default;
+};
+struct VersionKeyHash {
+  std::size_t operator()(const VersionKey& k) const {
+    return (k.ino * 0x9E3779B97F4A7C15ull) ^ (k.version * 0xC2B2AE3D27D4EB4Full);
+  }
+};
+struct VersionLoc {
+  std::uint64_t fid = 0;
+  std::uint64_t size = 0;
+};
+// The content of small inline versions (up to kCachedInlineBytes), so that
+// a hot small file is read from memory rather than the store; entries come
+// and go with version_locs' (the same fill and drop rules).
+inline constexpr std::size_t kCachedInlineBytes = 16 * 1024;
+inline constexpr std::size_t kInlineCacheEntries = 4096;  // at most 64 MiB
+
 // Hands out numbers from a persisted counter in batches, so that a number is
 // never given twice, even across crashes or by two nodes sharing the
 // metadata store, without a write per number: each batch is claimed with a
@@ -157,6 +201,9 @@ struct Namespace::Impl {
 
   cache::LruMap<Ino, rec::InodeRec> inodes;
   cache::LruMap<EntryKey, rec::EntryRec, EntryKeyHash> entries;
+  cache::LruMap<XattrKey, CachedXattr, XattrKeyHash> xattr_cache;
+  cache::LruMap<VersionKey, VersionLoc, VersionKeyHash> version_locs;
+  cache::LruMap<VersionKey, std::shared_ptr<const std::string>, VersionKeyHash> inline_contents;
   std::array<std::mutex, 1024> stripes;
   std::mutex rename_mu;
 
@@ -220,6 +267,13 @@ struct Namespace::Impl {
   Result<rec::InodeRec> txn_inode(kv::Txn& txn, Ino ino);    // read for update
   Result<rec::EntryRec> load_entry(Ino dir, std::string_view name);
   Result<rec::EntryRec> txn_entry(kv::Txn& txn, Ino dir, std::string_view name);
+  // An xattr of `r` (nullopt: absent), from the cache or the store.
+  Result<std::optional<std::string>> load_xattr(const rec::InodeRec& r, std::string_view name);
+  Result<VersionLoc> load_version_loc(Ino ino, std::uint64_t version);
+  // The content of an inline version of `size` bytes.
+  Result<std::shared_ptr<const std::string>> load_inline(Ino ino, std::uint64_t version, std::uint64_t size);
+  // After a commit that dropped versions of `ino`: forget where they were.
+  void forget_versions(Batch& b, Ino ino, std::vector<std::uint64_t> versions);
   Batch begin();
   Status commit(Batch& b);
   Status sync_owed();  // see commit(): call with no stripe held

@@ -22,6 +22,9 @@ constexpr std::string_view kFormat = "1";
 constexpr std::size_t kMaxName = 255;
 constexpr std::size_t kMaxPath = 4096;
 constexpr std::size_t kMaxXattrValue = 64 * 1024;
+// Larger xattr values are read from the store each time: the cache holds as
+// many entries as the inode cache, and these are small (S3 metadata, types).
+constexpr std::size_t kMaxCachedXattr = 1024;
 constexpr std::uint32_t kSticky = 01000;
 constexpr std::uint32_t kSetgid = 02000;
 
@@ -315,9 +318,11 @@ Status Namespace::Impl::free_inode_data(Batch& b, const rec::InodeRec& r) {
   Ino ino = r.attr.ino;
   std::vector<std::string> doomed;
   bool current_is_version = false;
+  std::vector<std::uint64_t> versions;
   std::string vprefix = rec::key_version_prefix(ino);
   kv::Status s = b.txn->scan(vprefix, kv::prefix_end(vprefix), 0, [&](std::string_view k, std::string_view v) {
     doomed.emplace_back(k);
+    versions.push_back(rec::key_tail64(k));
     auto vr = rec::decode_version(v);
     if (!vr) return true;
     if (vr->fid == r.fid) current_is_version = true;
@@ -339,6 +344,7 @@ Status Namespace::Impl::free_inode_data(Batch& b, const rec::InodeRec& r) {
   });
   if (!s.ok()) return from_kv(s);
   for (const auto& k : doomed) b.txn->erase(k);
+  forget_versions(b, ino, std::move(versions));
   b.txn->erase(rec::key_unsealed(ino));
   b.txn->erase(rec::key_inode(ino));
   b.after_commit.push_back([this, ino] {
@@ -842,16 +848,31 @@ Status Namespace::Impl::put_xattrs(Batch& b, const rec::InodeRec& r, const Xattr
   return {};
 }
 
+Result<std::optional<std::string>> Namespace::Impl::load_xattr(const rec::InodeRec& r, std::string_view name) {
+  const Attr& a = r.attr;
+  XattrKey key{a.ino, std::string(name)};
+  if (auto hit = xattr_cache.get(key); hit && hit->generation == a.generation && hit->change == a.change)
+    return std::move(hit->value);
+  // Read after `r`, so at least as new as the change counter it is filed
+  // under (a commit reaches the store before the inode cache).
+  std::string v;
+  kv::Status s = kv->get(rec::key_xattr(a.ino, name), &v);
+  if (!s.ok() && !s.not_found()) return from_kv(s);
+  CachedXattr c{a.generation, a.change, std::nullopt};
+  if (s.ok()) c.value = std::move(v);
+  if (!c.value || c.value->size() <= kMaxCachedXattr) xattr_cache.put(key, c);
+  return std::move(c.value);
+}
+
 Result<std::string> Namespace::Impl::getxattr(const OpContext& ctx, Ino ino, std::string_view name) {
   if (auto s = check_xattr_name(name); !s) return s.error();
   auto r = load_inode(ino);
   if (!r) return r.error();
   if (auto s = may(ctx, r->attr, 4); !s) return s.error();
-  std::string v;
-  kv::Status s = kv->get(rec::key_xattr(ino, name), &v);
-  if (s.not_found()) return Errc::no_attr;
-  if (!s.ok()) return from_kv(s);
-  return v;
+  auto v = load_xattr(*r, name);
+  if (!v) return v.error();
+  if (!*v) return Errc::no_attr;
+  return std::move(**v);
 }
 
 Result<std::vector<std::string>> Namespace::Impl::listxattr(const OpContext& ctx, Ino ino) {
@@ -936,7 +957,10 @@ Namespace::Impl::Impl(const Options& o)
     : opt(o),
       pool(std::max<std::size_t>(o.blocking_threads, 1)),
       inodes(std::max<std::size_t>(o.inode_cache_entries, 64)),
-      entries(std::max<std::size_t>(o.inode_cache_entries, 64)) {}
+      entries(std::max<std::size_t>(o.inode_cache_entries, 64)),
+      xattr_cache(std::max<std::size_t>(o.inode_cache_entries, 64)),
+      version_locs(std::max<std::size_t>(o.inode_cache_entries, 64)),
+      inline_contents(kInlineCacheEntries) {}
 
 Namespace::Impl::~Impl() { pool.join(); }
 

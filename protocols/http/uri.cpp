@@ -17,19 +17,22 @@ int hex_value(char c) {
 std::optional<std::string> percent_decode(std::string_view s, bool plus_is_space) {
   std::string out;
   out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (c == '%') {
-      if (i + 2 >= s.size()) return std::nullopt;
-      int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      out += static_cast<char>(hi * 16 + lo);
-      i += 2;
-    } else if (c == '+' && plus_is_space) {
+  for (std::size_t i = 0; i < s.size();) {
+    // Most of a URI is plain: copy it a run at a time.
+    std::size_t at = i;
+    while (at < s.size() && s[at] != '%' && (s[at] != '+' || !plus_is_space)) ++at;
+    out.append(s.substr(i, at - i));
+    if (at == s.size()) break;
+    if (s[at] == '+') {
       out += ' ';
-    } else {
-      out += c;
+      i = at + 1;
+      continue;
     }
+    if (at + 2 >= s.size()) return std::nullopt;
+    int hi = hex_value(s[at + 1]), lo = hex_value(s[at + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i = at + 3;
   }
   return out;
 }

@@ -2,7 +2,9 @@
 
 #include <isa-l/crc.h>
 #include <openssl/evp.h>
+#include <openssl/core_names.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 
 #include <algorithm>
 #include <cassert>
@@ -56,14 +58,45 @@ struct Digest::Ctx {
 };
 
 namespace {
+
+// OpenSSL 3 looks an algorithm up by name each time EVP_sha256() and the
+// like start a digest, and HMAC() also builds and frees a MAC context per
+// call: on a small request that cost more than the hashing itself (SigV4
+// hashes and signs every request). So the algorithms are fetched once, and
+// each thread keeps the contexts it reuses.
 const EVP_MD* md_of(Digest::Kind k) {
+  static EVP_MD* const md5 = EVP_MD_fetch(nullptr, "MD5", nullptr);
+  static EVP_MD* const sha1 = EVP_MD_fetch(nullptr, "SHA1", nullptr);
+  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
   switch (k) {
-    case Digest::Kind::md5: return EVP_md5();
-    case Digest::Kind::sha1: return EVP_sha1();
-    case Digest::Kind::sha256: return EVP_sha256();
+    case Digest::Kind::md5: return md5 ? md5 : EVP_md5();
+    case Digest::Kind::sha1: return sha1 ? sha1 : EVP_sha1();
+    case Digest::Kind::sha256: return sha256 ? sha256 : EVP_sha256();
   }
   return EVP_sha256();
 }
+
+struct MacCtx {
+  EVP_MAC_CTX* ctx = nullptr;
+  ~MacCtx() { EVP_MAC_CTX_free(ctx); }
+};
+
+// This thread's HMAC-SHA256 context; each use sets its own key.
+EVP_MAC_CTX* hmac_sha256_ctx() {
+  static EVP_MAC* const hmac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  thread_local MacCtx mac;
+  if (!mac.ctx && hmac) {
+    mac.ctx = EVP_MAC_CTX_new(hmac);
+    char digest[] = "SHA256";
+    const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0), OSSL_PARAM_construct_end()};
+    if (mac.ctx && !EVP_MAC_CTX_set_params(mac.ctx, params)) {
+      EVP_MAC_CTX_free(mac.ctx);
+      mac.ctx = nullptr;
+    }
+  }
+  return mac.ctx;
+}
+
 }  // namespace
 
 Digest::Digest(Kind kind) : kind_(kind), ctx_(std::make_unique<Ctx>()) {
@@ -87,15 +120,22 @@ std::string Digest::finish() {
 
 std::string sha256_hex(std::string_view data) {
   unsigned char out[32];
-  EVP_Digest(data.data(), data.size(), out, nullptr, EVP_sha256(), nullptr);
+  EVP_Digest(data.data(), data.size(), out, nullptr, md_of(Digest::Kind::sha256), nullptr);
   return to_hex(out);
 }
 
 std::array<std::uint8_t, 32> hmac_sha256(std::span<const std::uint8_t> key, std::string_view data) {
   std::array<std::uint8_t, 32> out{};
-  unsigned int n = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data(), &n);
+  EVP_MAC_CTX* ctx = hmac_sha256_ctx();
+  std::size_t n = 0;
+  if (ctx && EVP_MAC_init(ctx, key.data(), key.size(), nullptr) &&
+      EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(data.data()), data.size()) &&
+      EVP_MAC_final(ctx, out.data(), &n, out.size()))
+    return out;
+  // Without a context (out of memory): the one-shot call.
+  unsigned int len = 0;
+  HMAC(md_of(Digest::Kind::sha256), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data(), &len);
   return out;
 }
 

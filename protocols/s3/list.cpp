@@ -116,7 +116,7 @@ asio::awaitable<Found<Listing>> collect(Service& s, Request& r, ns::Ino bucket, 
       l.attr.size = 0;
       l.etag = "\"" + std::string(kEmptyMd5) + "\"";
     } else {
-      auto meta = co_await load_meta(s.ns, r.ctx, it.attr.ino);
+      auto meta = co_await load_meta(s, r.ctx, it.attr.ino);
       l.etag = etag_of(meta ? *meta : ObjectMeta{}, it.attr);
     }
     out.last = l.key;

@@ -84,6 +84,22 @@ std::optional<ObjectMeta> ObjectMeta::decode(std::string_view text) {
   return m;
 }
 
+std::optional<ObjectMeta> MetaMemo::decode(ns::Ino ino, std::string_view text) {
+  if (text.size() > kMaxText) return ObjectMeta::decode(text);
+  std::shared_ptr<const Entry> hit;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = entries_.find(ino); it != entries_.end() && it->second->text == text) hit = it->second;
+  }
+  if (hit) return hit->meta;
+  auto entry = std::make_shared<Entry>(Entry{std::string(text), ObjectMeta::decode(text)});
+  std::optional<ObjectMeta> out = entry->meta;
+  std::lock_guard lock(mu_);
+  if (entries_.size() >= kCapacity) entries_.clear();
+  entries_[ino] = std::move(entry);
+  return out;
+}
+
 std::uint32_t ObjectMeta::part_count() const {
   std::uint32_t n = 0;
   for (const auto& [size, count] : parts) n += count;

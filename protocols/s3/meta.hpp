@@ -18,9 +18,12 @@
 #include <boost/system/result.hpp>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -57,6 +60,27 @@ struct ObjectMeta {
   std::uint32_t part_count() const;
   // The byte range of a part (1-based); nullopt when there is no such part.
   std::optional<std::pair<std::uint64_t, std::uint64_t>> part_range(std::uint32_t n) const;
+};
+
+// Decoded metadata by inode, so that reads do not parse the same JSON again
+// and again. An entry is used only for exactly the text it was decoded from
+// (decoding is a function of the text alone), so whatever changed the file,
+// through whichever protocol, a changed xattr is decoded afresh.
+class MetaMemo {
+ public:
+  std::optional<ObjectMeta> decode(ns::Ino ino, std::string_view text);
+
+ private:
+  // Bounded: past this many inodes the memo starts over. Longer texts
+  // (much user metadata, many tags) are decoded each time.
+  static constexpr std::size_t kCapacity = 1 << 14;
+  static constexpr std::size_t kMaxText = 1024;
+  struct Entry {
+    std::string text;
+    std::optional<ObjectMeta> meta;
+  };
+  std::mutex mu_;
+  std::unordered_map<ns::Ino, std::shared_ptr<const Entry>> entries_;  // guarded by mu_
 };
 
 // The Content-*, x-amz-meta-* and x-amz-tagging fields of a request (PUT,

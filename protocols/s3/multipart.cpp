@@ -203,7 +203,7 @@ asio::awaitable<Outcome> upload_part_copy(Service& s, Request& r) {
   if (!src_bucket) co_return src_bucket.error();
   auto src = co_await find_object(s.ns, r.ctx, src_bucket->ino, *src_key);
   if (!src) co_return src.error();
-  auto src_meta = co_await load_meta(s.ns, r.ctx, src->ino);
+  auto src_meta = co_await load_meta(s, r.ctx, src->ino);
   if (!src_meta) co_return src_meta.error();
   if (auto e = check_copy_conditions(r, etag_of(*src_meta, *src), src->mtime_ns / 1000000000)) co_return e;
   std::uint64_t offset = 0, length = src->size;

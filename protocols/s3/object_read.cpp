@@ -61,7 +61,7 @@ asio::awaitable<Found<Target>> find_target(Service& s, Request& r) {
     t.attr.size = 0;
     co_return t;
   }
-  auto meta = co_await load_meta(s.ns, r.ctx, attr->ino);
+  auto meta = co_await load_meta(s, r.ctx, attr->ino);
   if (!meta) co_return meta.error();
   t.meta = std::move(*meta);
   co_return t;
@@ -141,14 +141,14 @@ asio::awaitable<Outcome> stream(Service& s, Request& r, const Target& t, const P
   if (p.length <= kSmallObject && t.attr.version != 0 && !t.attr.dirty) {
     // A small sealed object: one read of exactly that version, no handle
     // (opening one costs a trip to the namespace's blocking pool).
-    std::string body(p.length, '\0');
+    auto body = std::make_unique_for_overwrite<char[]>(p.length);
     auto n = co_await s.ns.read_version(r.ctx, t.attr.ino, t.attr.version, p.offset,
-                                        std::as_writable_bytes(std::span(body.data(), body.size())));
+                                        std::as_writable_bytes(std::span(body.get(), p.length)));
     if (n) {
-      body.resize(*n);
       r.status = p.status;
-      r.bytes_out += body.size();
-      co_await r.ex.send(http::ResponseHead{p.status, std::move(headers), body.size()}, body);
+      r.bytes_out += *n;
+      std::string_view sent(body.get(), *n);
+      co_await r.ex.send(http::ResponseHead{p.status, std::move(headers), *n}, sent);
       co_return std::nullopt;
     }
     // Newer versions replaced this one since the lookup: read what is there now.

@@ -63,7 +63,7 @@ asio::awaitable<Found<std::pair<ns::Attr, ObjectMeta>>> tagged_object(Service& s
   if (!bucket) co_return bucket.error();
   auto attr = co_await find_object(s.ns, r.ctx, bucket->ino, *key);
   if (!attr) co_return attr.error();
-  auto meta = co_await load_meta(s.ns, r.ctx, attr->ino);
+  auto meta = co_await load_meta(s, r.ctx, attr->ino);
   if (!meta) co_return meta.error();
   co_return std::make_pair(*attr, std::move(*meta));
 }
@@ -127,7 +127,7 @@ asio::awaitable<Outcome> copy_object(Service& s, Request& r) {
   if (!src_bucket) co_return src_bucket.error();
   auto src_attr = co_await find_object(s.ns, r.ctx, src_bucket->ino, *src_key);
   if (!src_attr) co_return src_attr.error();
-  auto src_meta = co_await load_meta(s.ns, r.ctx, src_attr->ino);
+  auto src_meta = co_await load_meta(s, r.ctx, src_attr->ino);
   if (!src_meta) co_return src_meta.error();
   if (auto e = check_copy_conditions(r, etag_of(*src_meta, *src_attr), src_attr->mtime_ns / 1000000000))
     co_return e;
@@ -182,7 +182,7 @@ asio::awaitable<Outcome> copy_object(Service& s, Request& r) {
   auto attr = co_await write_object(s, r, obj, source);
   co_await s.ns.release(r.ctx, *h);
   if (!attr) co_return attr.error();
-  auto stored = co_await load_meta(s.ns, r.ctx, attr->ino);
+  auto stored = co_await load_meta(s, r.ctx, attr->ino);
   xml::add(result, "LastModified", iso8601(attr->mtime_ns));
   xml::add(result, "ETag", stored ? etag_of(*stored, *attr) : std::string());
   co_await r.send_xml(200, doc);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "gateway/ns/namespace.hpp"
+#include "protocols/s3/meta.hpp"
 #include "protocols/s3/uploads.hpp"
 
 #include <boost/asio/thread_pool.hpp>
@@ -19,6 +20,7 @@ struct Service {
   Uploads uploads;
   boost::asio::thread_pool& blocking;
   std::uint64_t min_part_size = 5ull << 20;  // all parts of a multipart upload but the last
+  MetaMemo meta_memo;
 };
 
 }  // namespace weft::s3

@@ -41,22 +41,29 @@ void append_trimmed(std::string& out, std::string_view v) {
   }
 }
 
+// uri_encode() appended to `out`.
+void append_uri_encoded(std::string& out, std::string_view s, bool encode_slash) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  auto kept = [&](unsigned char c) { return unreserved(c) || (c == '/' && !encode_slash); };
+  for (std::size_t i = 0; i < s.size();) {
+    // Runs of kept bytes are appended whole: most of a URI is one.
+    std::size_t end = i;
+    while (end < s.size() && kept(static_cast<unsigned char>(s[end]))) ++end;
+    out.append(s.substr(i, end - i));
+    if (end == s.size()) break;
+    auto c = static_cast<unsigned char>(s[end]);
+    const char escape[3] = {'%', kHex[c >> 4], kHex[c & 15]};
+    out.append(escape, 3);
+    i = end + 1;
+  }
+}
+
 }  // namespace
 
 std::string uri_encode(std::string_view s, bool encode_slash) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(s.size() + s.size() / 4);
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    if (unreserved(c) || (c == '/' && !encode_slash)) {
-      out += ch;
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
+  append_uri_encoded(out, s, encode_slash);
   return out;
 }
 
@@ -151,21 +158,41 @@ std::string canonical_request(const CanonicalInput& in) {
   out.reserve(512);
   out += in.method;
   out += '\n';
-  out += in.path.empty() ? std::string("/") : uri_encode(in.path, false);
+  if (in.path.empty())
+    out += '/';
+  else
+    append_uri_encoded(out, in.path, false);
   out += '\n';
 
-  std::vector<std::pair<std::string, std::string>> q;
+  // The encoded parameters, sorted by name then value: encoded into one
+  // buffer and sorted as views of it (a request has a dozen of them).
+  std::string encoded;
+  struct Param {
+    std::size_t name, name_size, value, value_size;
+  };
+  std::vector<Param> q;
   q.reserve(in.query.size());
   for (const auto& p : in.query) {
     if (in.presigned && p.name == "X-Amz-Signature") continue;
-    q.emplace_back(uri_encode(p.name, true), uri_encode(p.value, true));
+    Param e{encoded.size(), 0, 0, 0};
+    append_uri_encoded(encoded, p.name, true);
+    e.name_size = encoded.size() - e.name;
+    e.value = encoded.size();
+    append_uri_encoded(encoded, p.value, true);
+    e.value_size = encoded.size() - e.value;
+    q.push_back(e);
   }
-  std::sort(q.begin(), q.end());
+  const std::string_view all = encoded;
+  auto name = [&](const Param& p) { return all.substr(p.name, p.name_size); };
+  auto value = [&](const Param& p) { return all.substr(p.value, p.value_size); };
+  std::sort(q.begin(), q.end(), [&](const Param& a, const Param& b) {
+    return name(a) != name(b) ? name(a) < name(b) : value(a) < value(b);
+  });
   for (std::size_t i = 0; i < q.size(); ++i) {
     if (i) out += '&';
-    out += q[i].first;
+    out += name(q[i]);
     out += '=';
-    out += q[i].second;
+    out += value(q[i]);
   }
   out += '\n';
 

@@ -17,14 +17,13 @@ bool is(const std::error_code& ec, Errc e) { return ec == ns::make_error_code(e)
 
 }  // namespace
 
-asio::awaitable<Found<ObjectMeta>> load_meta(ns::Namespace& ns, const ns::OpContext& ctx,
-                                             ns::Ino ino) {
-  auto text = co_await ns.getxattr(ctx, ino, kMetaXattr);
+asio::awaitable<Found<ObjectMeta>> load_meta(Service& s, const ns::OpContext& ctx, ns::Ino ino) {
+  auto text = co_await s.ns.getxattr(ctx, ino, kMetaXattr);
   if (!text) {
     if (is(text.error(), Errc::no_attr)) co_return ObjectMeta{};
     co_return from_ns(text.error(), Subject::key);
   }
-  auto m = ObjectMeta::decode(*text);
+  auto m = s.meta_memo.decode(ino, *text);
   co_return m ? std::move(*m) : ObjectMeta{};
 }
 

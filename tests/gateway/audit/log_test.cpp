@@ -9,6 +9,7 @@
 #include "../../support/temp_dir.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -79,6 +80,38 @@ TEST_CASE("a record is one JSON line with every field, and reads back") {
   CHECK(back->request_id == "req-42");
   CHECK_FALSE(weft::audit::from_json_line(line.substr(0, line.size() / 2)));
   CHECK_FALSE(weft::audit::from_json_line("{\"time\":5}"));
+}
+
+TEST_CASE("a line is the JSON nlohmann writes, invalid UTF-8 replaced the same way") {
+  // Lines are written by hand for speed; nlohmann (which reads them back)
+  // is the reference for escapes and for replacing bytes that are not UTF-8.
+  const std::vector<std::string> texts = {
+      "plain", "", "quote \" backslash \\ slash /", "\b\f\n\r\t\x01\x1f\x7f",
+      "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",   // 2, 3 and 4-byte sequences
+      "\xc0\x80 \xed\xa0\x80 \xf4\x90\x80\x80",       // overlong, surrogate, past U+10FFFF
+      "\xe2\x82 cut \xf0\x9f\x98", "\x80\xbf lone", "end \xe2\x82", "end \xc3", "\xff\xfe"};
+  for (const auto& text : texts) {
+    Record r = make(7);
+    r.time_ns = 1'700'000'000'000'000'000;
+    r.path = text;
+    r.user = text;
+    r.wire_bytes = 12345;
+    r.region = "eu-" + text;
+    nlohmann::ordered_json j{{"time", weft::audit::format_time(r.time_ns)},
+                             {"user", r.user},
+                             {"protocol", r.protocol},
+                             {"client", r.client},
+                             {"op", r.op},
+                             {"path", r.path},
+                             {"bytes", r.bytes},
+                             {"result", r.result},
+                             {"request_id", r.request_id},
+                             {"wire_bytes", r.wire_bytes},
+                             {"region", r.region}};
+    CAPTURE(text);
+    CHECK(weft::audit::to_json_line(r) == j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    CHECK(weft::audit::from_json_line(weft::audit::to_json_line(r)));
+  }
 }
 
 TEST_CASE("records are written, flushed and queried newest first") {

@@ -10,6 +10,10 @@ TEST_CASE("format_time writes UTC with microseconds") {
   CHECK(format_time(0) == "1970-01-01T00:00:00.000000Z");
   CHECK(format_time(1'700'000'000'123'456'789) == "2023-11-14T22:13:20.123456Z");
   CHECK(format_time(-1'000) == "1969-12-31T23:59:59.999999Z");
+  // The same second again, and the next one (the date part is reused within a second).
+  CHECK(format_time(1'700'000'000'000'001'000) == "2023-11-14T22:13:20.000001Z");
+  CHECK(format_time(1'700'000'000'999'999'999) == "2023-11-14T22:13:20.999999Z");
+  CHECK(format_time(1'700'000'001'000'000'000) == "2023-11-14T22:13:21.000000Z");
 }
 
 TEST_CASE("parse_time reads what format_time writes, offsets and Unix seconds") {

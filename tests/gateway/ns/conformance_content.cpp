@@ -252,6 +252,8 @@ NS_TEST("versions kept are bounded by retain_versions") {
     const Attr a = f.put(kRootIno, "f", "version " + std::to_string(i));
     sealed.push_back(a.version);
     ino = a.ino;
+    // Read while it exists: a trimmed version must not stay readable.
+    CHECK(read_version(f, ino, a.version, 9) == "version " + std::to_string(i));
   }
   const auto versions = f.ok(ns.versions(cx, ino));
   std::vector<std::uint64_t> listed;
@@ -313,6 +315,15 @@ NS_TEST("snapshot handles and xattrs committed with the content") {
   f.ok(ns.release(cx, w));
   CHECK(f.ok(ns.getxattr(cx, obj.ino, "user.k")) == "v2");
   CHECK(f.get(obj.ino) == "PAYload");
+  // A staged commit over the name replaces the xattrs it brings.
+  const Handle again = f.ok(ns.stage(cx, kRootIno, "obj", 0644));
+  f.ok(ns.write(cx, again, 0, bytes("new")));
+  const Attr replaced = f.ok(ns.commit(cx, again, [](const Attr& a) {
+    return Xattrs{{"s3.meta", "v" + std::to_string(a.version)}};
+  }));
+  f.ok(ns.release(cx, again));
+  CHECK(replaced.version != obj.version);
+  CHECK(f.ok(ns.getxattr(cx, replaced.ino, "s3.meta")) == "v" + std::to_string(replaced.version));
 }
 
 NS_TEST("stage and commit") {

@@ -33,6 +33,29 @@ TEST_CASE("metadata survives encoding") {
   CHECK_FALSE(ObjectMeta::decode(R"({"v":"seven"})"));
 }
 
+TEST_CASE("the metadata memo decodes what it is given, never an older text of the inode") {
+  MetaMemo memo;
+  ObjectMeta m;
+  m.version = 1;
+  m.etag = "first";
+  const std::string first = m.encode();
+  m.version = 2;
+  m.etag = "second";
+  m.tags = {{"k", "v"}};
+  const std::string second = m.encode();
+  CHECK(memo.decode(42, first)->etag == "first");
+  CHECK(memo.decode(42, first)->etag == "first");
+  auto d = memo.decode(42, second);
+  REQUIRE(d);
+  CHECK(d->etag == "second");
+  CHECK(d->tags == m.tags);
+  CHECK(memo.decode(43, first)->version == 1);
+  CHECK_FALSE(memo.decode(42, "{broken"));
+  CHECK(memo.decode(42, second)->version == 2);
+  const std::string long_text = ObjectMeta{.etag = std::string(2000, 'e')}.encode();
+  CHECK(memo.decode(42, long_text)->etag.size() == 2000);
+}
+
 TEST_CASE("part ranges of a multipart object") {
   ObjectMeta m;
   m.parts = {{10, 3}, {4, 1}};
