@@ -345,34 +345,43 @@ asio::awaitable<Result<std::vector<std::string>>> Client::fetch(std::string path
   if (batches.empty()) co_return out;
   const std::string query = "path=" + encode_query_value(path) + "&version=" + std::to_string(version);
   const std::size_t workers = std::min(impl_->opt.connections, batches.size());
-  std::atomic<std::size_t> next{0};
-  std::mutex error_mu;
-  std::optional<Error> first_error;
+  // What the workers share; it lives here while this coroutine waits for them.
+  struct Shared {
+    std::atomic<std::size_t> next{0};
+    std::mutex error_mu;
+    std::optional<Error> first_error;
+  } shared;
   asio::experimental::concurrent_channel<void(error_code)> done(impl_->ex, workers);
-  auto impl = impl_;
-  for (std::size_t w = 0; w < workers; ++w) {
-    auto worker = [&, impl]() -> asio::awaitable<void> {
-      for (;;) {
-        const std::size_t b = next.fetch_add(1);
-        if (b >= batches.size()) break;
-        {
-          std::lock_guard lock(error_mu);
-          if (first_error) break;
-        }
-        auto [first, last] = batches[b];
-        auto err = co_await impl->fetch_batch(query, std::span(chunks).subspan(first, last - first),
-                                              std::span(out).subspan(first, last - first));
-        if (err) {
-          std::lock_guard lock(error_mu);
-          if (!first_error) first_error = std::move(*err);
-          break;
-        }
+  // A coroutine lambda keeps its captures in the lambda object, which would
+  // die before the coroutine: everything is passed as parameters instead,
+  // which the coroutine frame owns.
+  auto worker = [](std::shared_ptr<Impl> impl, const std::string& query,
+                   const std::vector<std::pair<std::size_t, std::size_t>>& batches,
+                   std::span<const wire::ChunkRef> chunks, std::span<std::string> out,
+                   Shared& shared) -> asio::awaitable<void> {
+    for (;;) {
+      const std::size_t b = shared.next.fetch_add(1);
+      if (b >= batches.size()) break;
+      {
+        std::lock_guard lock(shared.error_mu);
+        if (shared.first_error) break;
       }
-    };
-    asio::co_spawn(impl_->ex, worker(), [&done](std::exception_ptr) { done.try_send(error_code{}); });
+      auto [first, last] = batches[b];
+      auto err = co_await impl->fetch_batch(query, chunks.subspan(first, last - first),
+                                            out.subspan(first, last - first));
+      if (err) {
+        std::lock_guard lock(shared.error_mu);
+        if (!shared.first_error) shared.first_error = std::move(*err);
+        break;
+      }
+    }
+  };
+  for (std::size_t w = 0; w < workers; ++w) {
+    asio::co_spawn(impl_->ex, worker(impl_, query, batches, chunks, out, shared),
+                   [&done](std::exception_ptr) { done.try_send(error_code{}); });
   }
   for (std::size_t w = 0; w < workers; ++w) co_await done.async_receive(kUse);
-  if (first_error) co_return *first_error;
+  if (shared.first_error) co_return *shared.first_error;
   co_return out;
 }
 
