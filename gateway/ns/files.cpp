@@ -647,6 +647,11 @@ Result<std::pair<rec::VersionRec, data::Manifest>> Namespace::Impl::load_version
   auto r = load_inode(ino);
   if (!r) return r.error();
   if (auto s = may(ctx, r->attr, 4); !s) return s.error();
+  return stored_version(ino, version);
+}
+
+Result<std::pair<rec::VersionRec, data::Manifest>> Namespace::Impl::stored_version(Ino ino,
+                                                                                std::uint64_t version) {
   std::string v;
   kv::Status s = kv->get(rec::key_version(ino, version), &v);
   if (s.not_found()) return Errc::not_found;
@@ -673,14 +678,9 @@ Result<VersionLoc> Namespace::Impl::load_version_loc(Ino ino, std::uint64_t vers
   // forget_versions() ran.
   std::lock_guard lock(stripe(ino));
   if (auto hit = version_locs.get(key)) return *hit;
-  std::string v;
-  kv::Status s = kv->get(rec::key_version(ino, version), &v);
-  if (s.not_found()) return Errc::not_found;
-  if (!s.ok()) return Errc::io;
-  auto vr = rec::decode_version(v);
-  auto m = vr ? data::decode_manifest(vr->manifest) : std::nullopt;
-  if (!m) return Errc::io;
-  VersionLoc loc{vr->fid, m->size};
+  auto loaded = stored_version(ino, version);
+  if (!loaded) return loaded.error();
+  VersionLoc loc{loaded->first.fid, loaded->second.size};
   version_locs.put(key, loc);
   return loc;
 }

@@ -353,6 +353,8 @@ struct Namespace::Impl {
   Status trim_versions(Batch& b, const rec::InodeRec& r);
   Result<std::vector<VersionInfo>> versions(const OpContext& ctx, Ino ino);
   // A version's record and manifest, for a reader allowed to read the file.
+  // A stored version and its manifest, without a permission check.
+  Result<std::pair<rec::VersionRec, data::Manifest>> stored_version(Ino ino, std::uint64_t version);
   Result<std::pair<rec::VersionRec, data::Manifest>> load_version(const OpContext& ctx, Ino ino,
                                                                   std::uint64_t version);
   Result<std::vector<ChunkInfo>> chunks(const OpContext& ctx, Ino ino, std::uint64_t version);
