@@ -278,6 +278,11 @@ struct Namespace::Impl {
   Status commit(Batch& b);
   Status sync_owed();  // see commit(): call with no stripe held
   // Runs `body` in a fresh batch, committing it; retries on write conflicts.
+  // Writers of one directory all conflict on a serializable engine
+  // (PostgreSQL), so retries wait a random, growing while: without it they
+  // collide again at once and run out of attempts under load.
+  static constexpr int kCommitAttempts = 16;
+  static void conflict_backoff(int attempt);
   template <class T>
   Result<T> transact(const std::function<Result<T>(Batch&)>& body);
   Attr live_attr(const rec::InodeRec& r);  // overlays open-file size and times
@@ -397,7 +402,8 @@ Result<T> Namespace::Impl::transact(const std::function<Result<T>(Batch&)>& body
     if (!r) return r;
     Status s = commit(b);
     if (s) return r;
-    if (s.error() != make_error_code(Errc::conflict) || attempt == 8) return s.error();
+    if (s.error() != make_error_code(Errc::conflict) || attempt == kCommitAttempts) return s.error();
+    conflict_backoff(attempt);
   }
 }
 

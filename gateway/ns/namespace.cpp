@@ -13,8 +13,16 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <random>
+#include <thread>
 
 namespace weft::ns {
+
+void Namespace::Impl::conflict_backoff(int attempt) {
+  thread_local std::minstd_rand random(std::random_device{}());
+  const int ceiling_us = 100 << std::min(attempt, 8);  // 0.1 ms doubling to 25.6 ms
+  std::this_thread::sleep_for(std::chrono::microseconds(random() % ceiling_us));
+}
 
 namespace {
 
