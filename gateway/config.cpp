@@ -491,7 +491,7 @@ void apply_overrides(Config& c, const Overrides& o) {
 // A TLS listener is a second address of its protocol's front end.
 void check_tls_listeners(const Config& c) {
   for (std::string_view tls : kTlsListeners) {
-    std::string_view protocol = tls.substr(0, tls.find('_'));
+    std::string_view protocol = tls_protocol(tls);
     if (c.listeners.find(tls)->second && !c.listeners.find(protocol)->second) {
       fail("listeners." + std::string(tls), "needs listeners." + std::string(protocol) + " on");
     }

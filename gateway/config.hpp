@@ -36,6 +36,10 @@ struct Address {
 // The listeners besides one per protocol: optional TLS addresses of the
 // HTTP protocols, off by default (flags --s3-tls, --rest-tls).
 inline constexpr std::array<std::string_view, 2> kTlsListeners{"s3_tls", "rest_tls"};
+// The protocol a TLS listener belongs to: "s3" for "s3_tls".
+constexpr std::string_view tls_protocol(std::string_view listener) {
+  return listener.substr(0, listener.find('_'));
+}
 
 enum class LogFormat { text, json };
 

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
         serve_cmd->add_option("--" + protocol, addresses[protocol], help)->type_name("ADDR");
   }
   for (std::string_view name : weft::gateway::kTlsListeners) {
-    std::string listener(name), protocol = listener.substr(0, listener.find('_'));
+    std::string listener(name), protocol(weft::gateway::tls_protocol(name));
     std::string help = protocol + " over TLS: host:port or off (default off; certificate: config \"tls\", " +
                        "else a self-signed one in DIR/tls)";
     address_opts[listener] =

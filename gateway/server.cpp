@@ -235,7 +235,7 @@ struct Server::Impl {
     for (std::string_view listener : kTlsListeners) {
       std::optional<asio::ip::tcp::endpoint> ep;
       if (!endpoint_of(listener, ep)) return false;
-      if (ep) s.tls.listeners.emplace(listener.substr(0, listener.find('_')), *ep);
+      if (ep) s.tls.listeners.emplace(tls_protocol(listener), *ep);
     }
     s.tls.cert = config.tls_cert;
     s.tls.key = config.tls_key;

@@ -59,6 +59,6 @@ TEST_CASE("the configuration has one listener per protocol of the registry, and 
   }
   for (auto tls : weft::gateway::kTlsListeners) {
     CAPTURE(tls);
-    CHECK(std::find(kProtocols.begin(), kProtocols.end(), tls.substr(0, tls.find('_'))) != kProtocols.end());
+    CHECK(std::find(kProtocols.begin(), kProtocols.end(), weft::gateway::tls_protocol(tls)) != kProtocols.end());
   }
 }
