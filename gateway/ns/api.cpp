@@ -160,6 +160,11 @@ Task<Attr> Namespace::create(const OpContext& ctx, Ino dir, std::string_view nam
   WEFT_SPOKE_READ_ONLY(Attr, dir);
   WEFT_BLOCKING(Attr, create, &ctx, return impl_->make_node(ctx, dir, name, FileType::regular, mode, {}, how));
 }
+Task<OpenedFile> Namespace::create_open(const OpContext& ctx, Ino dir, std::string_view name,
+                                                     std::uint32_t mode, CreateMode how, OpenFlags flags) {
+  WEFT_SPOKE_READ_ONLY(OpenedFile, dir);
+  WEFT_BLOCKING(OpenedFile, create, &ctx, return impl_->create_open(ctx, dir, name, mode, how, flags));
+}
 Task<Attr> Namespace::mkdir(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode) {
   WEFT_SPOKE_READ_ONLY(Attr, dir);
   WEFT_BLOCKING(Attr, mkdir, &ctx, return impl_->make_node(ctx, dir, name, FileType::directory, mode, {}, CreateMode::exclusive));

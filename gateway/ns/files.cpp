@@ -499,7 +499,9 @@ Result<Attr> Namespace::Impl::commit(const OpContext& ctx, Handle h, const Xattr
   auto locks = lock_inodes({fs.ino});
   std::unique_lock lock(fs.mu);
   int others = fs.writers - (hr->flags.write ? 1 : 0);
-  return persist(fs, others == 0, &xattrs);
+  auto out = persist(fs, others == 0, &xattrs);
+  if (std::exchange(fs.create_unsynced, false)) owe_sync();
+  return out;
 }
 
 Result<Attr> Namespace::Impl::commit_ino(const OpContext& ctx, Ino ino) {
@@ -636,6 +638,7 @@ Status Namespace::Impl::release(const OpContext&, Handle h) {
     if (hr.flags.write && fs.writers == 0 && fs.working && fs.unsealed && !fs.removed) {
       if (auto r = persist(fs, true); !r) out = r.error();
     }
+    if (hr.flags.write && std::exchange(fs.create_unsynced, false)) owe_sync();
     bool last = fs.handles == 1;
     if (last && fs.removed && fs.working) store->remove(fs.fid);
   }

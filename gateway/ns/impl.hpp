@@ -140,6 +140,9 @@ struct FileState {
   bool unsealed = false;  // content differs from the sealed version
   bool unsynced = false;  // writes not yet fsynced
   bool removed = false;   // last name removed while open
+  // Made by create_open(), whose creation is not durable yet: the first
+  // commit or writer's release makes it so.
+  bool create_unsynced = false;
   int handles = 0;
   int writers = 0;
   // Staged files: invisible until commit links them under (dir, name).
@@ -217,6 +220,9 @@ struct Namespace::Impl {
   std::mutex seq_mu;
   std::uint64_t next_seq = 1;
   std::set<std::uint64_t> seq_in_flight;
+  // Changes committed without a sync (create_open()): the next sync by any
+  // operation makes them durable and shows them in the change log.
+  std::vector<std::uint64_t> deferred_seqs;
 
   std::mutex files_mu;
   std::unordered_map<Ino, std::shared_ptr<FileState>> open_files;
@@ -277,6 +283,10 @@ struct Namespace::Impl {
   Batch begin();
   Status commit(Batch& b);
   Status sync_owed();  // see commit(): call with no stripe held
+  // The calling thread's owed sync left to the next one (create_open()).
+  void defer_owed();
+  // The calling thread owes a sync even if it committed nothing.
+  void owe_sync();
   // Runs `body` in a fresh batch, committing it; retries on write conflicts.
   // Writers of one directory all conflict on a serializable engine
   // (PostgreSQL), so retries wait a random, growing while: without it they
@@ -295,8 +305,10 @@ struct Namespace::Impl {
   Status check_empty(kv::Txn& txn, Ino dir);             // Errc::not_empty if not
   Result<rec::InodeRec> new_inode(const OpContext& ctx, FileType type, std::uint32_t mode,
                                   const rec::InodeRec& dir);
+  // `created` (optional): set to whether the node is new.
   Result<Attr> make_node(const OpContext& ctx, Ino dir, std::string_view name, FileType type,
-                         std::uint32_t mode, std::string_view target, CreateMode how);
+                         std::uint32_t mode, std::string_view target, CreateMode how,
+                         bool* created = nullptr);
   Status free_inode_data(Batch& b, const rec::InodeRec& r);
 
   // --- metadata operations (namespace.cpp)
@@ -326,6 +338,8 @@ struct Namespace::Impl {
   std::shared_ptr<FileState> file_state(const rec::InodeRec& r);  // attach or create
   void detach(const std::shared_ptr<FileState>& fs);
   Result<Handle> open(const OpContext& ctx, Ino ino, OpenFlags flags);
+  Result<OpenedFile> create_open(const OpContext& ctx, Ino dir, std::string_view name,
+                                              std::uint32_t mode, CreateMode how, OpenFlags flags);
   Result<Handle> stage(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode);
   Result<HandleRec> handle(Handle h);
   Result<std::size_t> read(const OpContext& ctx, Handle h, std::uint64_t off, std::span<std::byte> out);

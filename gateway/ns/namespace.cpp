@@ -162,15 +162,31 @@ Status Namespace::Impl::commit(Batch& b) {
 
 Status Namespace::Impl::sync_owed() {
   if (!t_owed.owed) return {};
+  // Deferred changes committed before the flush starts are durable after it.
+  std::vector<std::uint64_t> deferred;
+  {
+    std::lock_guard lock(seq_mu);
+    deferred.swap(deferred_seqs);
+  }
   kv::Status s = kv->flush();
   {
     std::lock_guard lock(seq_mu);
     for (auto q : t_owed.seqs) seq_in_flight.erase(q);
+    for (auto q : deferred) seq_in_flight.erase(q);
   }
   t_owed = {};
   if (!s.ok()) return make_error_code(from_kv(s));
   return {};
 }
+
+void Namespace::Impl::defer_owed() {
+  if (!t_owed.owed) return;
+  std::lock_guard lock(seq_mu);
+  deferred_seqs.insert(deferred_seqs.end(), t_owed.seqs.begin(), t_owed.seqs.end());
+  t_owed = {};
+}
+
+void Namespace::Impl::owe_sync() { t_owed.owed = true; }
 
 std::vector<std::unique_lock<std::mutex>> Namespace::Impl::lock_inodes(std::vector<Ino> inos) {
   std::vector<std::mutex*> ms;
@@ -464,7 +480,7 @@ Result<Attr> Namespace::Impl::resolve(const OpContext& ctx, std::string_view pat
 
 Result<Attr> Namespace::Impl::make_node(const OpContext& ctx, Ino dir, std::string_view name,
                                         FileType type, std::uint32_t mode,
-                                        std::string_view target, CreateMode how) {
+                                        std::string_view target, CreateMode how, bool* created) {
   if (auto s = check_name(name); !s) return s.error();
   if (auto s = may_write_export(ctx); !s) return s.error();
   if (type == FileType::symlink && (target.empty() || target.size() >= kMaxPath)) return Errc::invalid;
@@ -507,7 +523,28 @@ Result<Attr> Namespace::Impl::make_node(const OpContext& ctx, Ino dir, std::stri
     return *child;
   });
   if (!r) return r.error();
+  if (created) *created = fresh;
   return fresh ? r->attr : live_attr(*r);
+}
+
+Result<OpenedFile> Namespace::Impl::create_open(const OpContext& ctx, Ino dir, std::string_view name,
+                                                             std::uint32_t mode, CreateMode how, OpenFlags flags) {
+  bool created = false;
+  auto a = make_node(ctx, dir, name, FileType::regular, mode, {}, how, &created);
+  if (!a) return a.error();
+  auto h = open(ctx, a->ino, flags);
+  if (!h) return h.error();  // the creation stays owed: the caller syncs it
+  // A writer's commit or release comes next and syncs anyway; a reader's
+  // release runs on the caller's thread, which must not wait for the disk.
+  if (created && flags.write) {
+    auto hr = handle(*h);
+    if (hr) {
+      std::unique_lock lock(hr->file->mu);
+      hr->file->create_unsynced = true;
+      defer_owed();
+    }
+  }
+  return OpenedFile{*a, *h};
 }
 
 Result<Attr> Namespace::Impl::link(const OpContext& ctx, Ino ino, Ino dir, std::string_view name) {

@@ -11,7 +11,8 @@
 //    every protocol at once. Names are 1..255 bytes without '/' or NUL and
 //    never "." or ".."; paths are resolved inside the namespace only.
 //  - Durability: a call that changes metadata returns after the change is
-//    committed to stable storage. Data written through a handle is durable
+//    committed to stable storage (create_open() leaves its creation to the
+//    handle's commit or release). Data written through a handle is durable
 //    once flush() or commit() returns; commit() and the last release() of a
 //    written file also *seal* it: the content is cut into content-defined
 //    chunks named by SHA-256 and recorded as a new numbered version.
@@ -127,6 +128,13 @@ class Namespace {
 
   // --- File content ------------------------------------------------------
   Task<Handle> open(const OpContext& ctx, Ino ino, OpenFlags flags);
+  // create() then open(), for protocols that create a file to write it
+  // (SMB CREATE, SFTP OPEN): a new file's creation is made durable by the
+  // handle's first commit or release, or by any other operation's sync,
+  // rather than on its own, so writing a small file costs one sync, not
+  // two. Until then it is visible, but not yet in the change log.
+  Task<OpenedFile> create_open(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode,
+                               CreateMode how, OpenFlags flags);
   // A new file, invisible until commit(handle), which then atomically
   // replaces `name` in `dir` (a new version if it names a regular file).
   Task<Handle> stage(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode);

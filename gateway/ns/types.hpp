@@ -127,6 +127,12 @@ struct Handle {
   friend bool operator==(Handle, Handle) = default;
 };
 
+// A file create_open() made or found, and the handle it opened on it.
+struct OpenedFile {
+  Attr attr;
+  Handle handle;
+};
+
 using Sha256 = std::array<std::uint8_t, 32>;
 
 struct ChunkInfo {

@@ -91,30 +91,30 @@ asio::awaitable<Session::Served> Session::op_open(const Request& r) {
     // Refused (e.g. the directory is not writable but the file is): the
     // plain open below decides.
   }
-  ns::Ino ino = 0;
-  if (place->attr) {
-    if (create && exclusive) co_return failed(r, err(ns::Errc::exists), path);
-    ino = place->attr->ino;
-  } else {
-    if (!create) co_return failed(r, err(ns::Errc::not_found), path);
-    const ns::CreateMode how = exclusive ? ns::CreateMode::exclusive : ns::CreateMode::unchecked;
-    auto made = co_await env_.ns.create(place->ctx, place->parent, place->name, mode, how);
-    if (!made) co_return failed(r, made.error(), path);
-    ino = made->ino;
-  }
   ns::OpenFlags flags;
   flags.read = (r.pflags & kOpenRead) || !write;
   flags.write = write;
   flags.truncate = write && (r.pflags & kOpenTruncate);
   flags.append = write && (r.pflags & kOpenAppend);
-  auto h = co_await env_.ns.open(place->ctx, ino, flags);
-  if (!h) co_return failed(r, h.error(), path);
+  ns::OpenedFile opened;
+  if (place->attr) {
+    if (create && exclusive) co_return failed(r, err(ns::Errc::exists), path);
+    auto h = co_await env_.ns.open(place->ctx, place->attr->ino, flags);
+    if (!h) co_return failed(r, h.error(), path);
+    opened = {*place->attr, *h};
+  } else {
+    if (!create) co_return failed(r, err(ns::Errc::not_found), path);
+    const ns::CreateMode how = exclusive ? ns::CreateMode::exclusive : ns::CreateMode::unchecked;
+    auto made = co_await env_.ns.create_open(place->ctx, place->parent, place->name, mode, how, flags);
+    if (!made) co_return failed(r, made.error(), path);
+    opened = *made;
+  }
   auto f = std::make_shared<OpenFile>();
   f->id = std::to_string(next_handle_++);
   f->ctx = place->ctx;
   f->path = path;
-  f->ino = ino;
-  f->handle = *h;
+  f->ino = opened.attr.ino;
+  f->handle = opened.handle;
   f->writable = write;
   files_.emplace(f->id, f);
   std::string p = start_packet(Type::handle, r.id);

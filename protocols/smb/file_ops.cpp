@@ -94,6 +94,12 @@ Connection::Task Connection::on_create(Request& r) {
   ns::Attr attr;
   bool created = false;
   bool truncate = false;
+  // A file created to be read or written is opened with its creation, whose
+  // sync the close's then covers (Namespace::create_open).
+  std::optional<ns::Handle> opened;
+  const bool opens_data = !(options & option::directory) && (reads_data(granted) || writes_data(granted));
+  ns::OpenFlags open_flags;
+  open_flags.read = reads_data(granted);
   if (path.names.empty()) {
     auto a = co_await server_->ns.getattr(ctx, root);
     if (!a) co_return error(to_status(a.error()));
@@ -113,6 +119,15 @@ Connection::Task Connection::on_create(Request& r) {
       ns::Result<ns::Attr> made = make_error_code(ns::Errc::invalid);
       if (options & option::directory) {
         made = co_await server_->ns.mkdir(ctx, walked.dir, leaf, 0755);
+      } else if (opens_data) {
+        open_flags.write = writes_data(granted);
+        auto both = co_await server_->ns.create_open(ctx, walked.dir, leaf, 0644, ns::CreateMode::exclusive, open_flags);
+        if (both) {
+          opened = both->handle;
+          made = both->attr;
+        } else {
+          made = both.error();
+        }
       } else {
         made = co_await server_->ns.create(ctx, walked.dir, leaf, 0644, ns::CreateMode::exclusive);
       }
@@ -140,6 +155,7 @@ Connection::Task Connection::on_create(Request& r) {
   OpenTable::Where where{path.names.empty() ? 0 : walked.dir, path.names.empty() ? "" : path.names.back()};
   bool pending = false;
   if (!server_->opens.add(attr.ino, id, granted, share_access, where, &pending)) {
+    if (opened) co_await server_->ns.release(ctx, *opened);
     co_return error(pending ? status::delete_pending : status::sharing_violation);
   }
   Open o;
@@ -152,9 +168,11 @@ Connection::Task Connection::on_create(Request& r) {
   o.directory = directory;
   o.access = granted;
   o.delete_on_close = (options & option::delete_on_close) != 0;
-  if (!directory && (reads_data(granted) || writes_data(granted) || truncate)) {
-    ns::OpenFlags f;
-    f.read = reads_data(granted);
+  if (opened) {
+    o.handle = *opened;
+    o.handle_writes = open_flags.write;
+  } else if (!directory && (reads_data(granted) || writes_data(granted) || truncate)) {
+    ns::OpenFlags f = open_flags;
     f.write = writes_data(granted) || truncate;
     f.truncate = truncate;
     auto h = co_await server_->ns.open(ctx, attr.ino, f);

@@ -351,6 +351,46 @@ NS_TEST("change log") {
   CHECK(ns.last_change() == end);
 }
 
+NS_TEST("create_open: the creation reaches the change log with the first sync") {
+  Fixture f(std::make_unique<Combination>());
+  auto& ns = f.ns();
+  const OpContext& cx = f.admin();
+  const std::uint64_t start = ns.last_change();
+  const OpenedFile made = f.ok(ns.create_open(cx, kRootIno, "new", 0644, CreateMode::exclusive, OpenFlags{.write = true}));
+  CHECK(made.attr.type == FileType::regular);
+  // Visible by name at once, but not durable, so not in the log yet.
+  CHECK(f.ok(ns.lookup(cx, kRootIno, "new")).ino == made.attr.ino);
+  CHECK(ns.last_change() == start);
+  f.ok(ns.write(cx, made.handle, 0, bytes("abc")));
+  const Attr sealed = f.ok(ns.commit(cx, made.handle));
+  f.ok(ns.release(cx, made.handle));
+  const auto log = ns.changes(start, 100).value();
+  REQUIRE(log.size() == 2);
+  CHECK(log[0].op == "create");
+  CHECK(log[0].ino == made.attr.ino);
+  CHECK(log[1].op == "seal");
+  CHECK(log[1].version == sealed.version);
+
+  // Opened and closed without a write: the release syncs the creation.
+  const std::uint64_t before = ns.last_change();
+  const OpenedFile empty = f.ok(ns.create_open(cx, kRootIno, "empty", 0644, CreateMode::exclusive, OpenFlags{.write = true}));
+  CHECK(ns.last_change() == before);
+  f.ok(ns.release(cx, empty.handle));
+  CHECK(ns.last_change() == before + 1);
+
+  // Any other operation's sync covers a deferred creation too.
+  const OpenedFile other = f.ok(ns.create_open(cx, kRootIno, "other", 0644, CreateMode::exclusive, OpenFlags{.write = true}));
+  f.mkdir(kRootIno, "dir");
+  CHECK(ns.last_change() == before + 3);
+  f.ok(ns.release(cx, other.handle));
+
+  // An existing name: nothing created, nothing deferred; exclusive refuses.
+  const OpenedFile again = f.ok(ns.create_open(cx, kRootIno, "new", 0644, CreateMode::unchecked, OpenFlags{.read = true}));
+  CHECK(again.attr.ino == made.attr.ino);
+  f.ok(ns.release(cx, again.handle));
+  CHECK(f.err(ns.create_open(cx, kRootIno, "new", 0644, CreateMode::exclusive, OpenFlags{.write = true})) == Errc::exists);
+}
+
 TEST_SUITE_END();
 
 }  // namespace

@@ -117,6 +117,12 @@ class Child {
       Handle h;
       if (kind == "stage") {
         h = must(call(ns_->stage(cx_, kRootIno, name, 0644)), "stage " + name);
+      } else if (kind == "new" && seed % 2) {
+        // create_open() leaves the creation's sync to the commit.
+        h = must(call(ns_->create_open(cx_, kRootIno, name, 0644, CreateMode::exclusive,
+                                           OpenFlags{.write = true, .truncate = true})),
+                 "create_open " + name)
+                .handle;
       } else {
         const Attr a = kind == "new"
                            ? must(call(ns_->create(cx_, kRootIno, name, 0644, CreateMode::exclusive)),
