@@ -82,6 +82,7 @@ struct CommitChunk {
 struct Stats {
   std::uint64_t requests = 0;
   std::uint64_t wire_bytes_in = 0;     // response bodies as received
+  std::uint64_t chunk_wire_bytes_in = 0;  // of which chunk frames (set against logical_bytes_in)
   std::uint64_t logical_bytes_in = 0;  // chunk bytes after decompression
   std::uint64_t wire_bytes_out = 0;    // request bodies sent
 };
