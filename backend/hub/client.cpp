@@ -115,6 +115,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
 
   std::mutex mu;
   std::vector<std::unique_ptr<Connection>> idle;  // guarded by mu
+  bool closed = false;                            // guarded by mu: close() was called
   std::atomic<std::uint64_t> requests{0}, wire_in{0}, chunk_wire_in{0}, logical_in{0}, wire_out{0};
 
   std::unique_ptr<Connection> take_idle() {
@@ -126,7 +127,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
   }
   void give_back(std::unique_ptr<Connection> c) {
     std::lock_guard lock(mu);
-    if (idle.size() < opt.connections) idle.push_back(std::move(c));
+    if (!closed && idle.size() < opt.connections) idle.push_back(std::move(c));
   }
 
   asio::awaitable<Result<std::unique_ptr<Connection>>> connect() {
@@ -280,6 +281,13 @@ Client::Client(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 
 const ClientOptions& Client::options() const { return impl_->opt; }
+
+void Client::close() {
+  std::vector<std::unique_ptr<Connection>> dropped;
+  std::lock_guard lock(impl_->mu);
+  impl_->closed = true;
+  dropped.swap(impl_->idle);
+}
 
 Stats Client::stats() const {
   return {impl_->requests.load(), impl_->wire_in.load(), impl_->chunk_wire_in.load(), impl_->logical_in.load(),

@@ -118,6 +118,11 @@ class Client {
   // The link's content, with its attributes.
   boost::asio::awaitable<Result<std::pair<std::string, Attr>>> readlink(std::string path);
 
+  // Closes the idle connections and keeps none from then on (calls still
+  // work, each on a connection of its own). Call before the executor's
+  // io_context goes away: a socket must not outlive it.
+  void close();
+
   Stats stats() const;
   const ClientOptions& options() const;
 
