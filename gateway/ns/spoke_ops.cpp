@@ -231,8 +231,8 @@ Task<void> Spokes::add(SpokeMount spec) {
   if (!local || !remote) co_return Errc::invalid;
   spec.local = "/" + *local;
   spec.remote = *remote;
-  std::shared_ptr<State> st = state_;
-  auto made = co_await offload(ns_.pool, [this, st, spec]() -> Result<std::shared_ptr<Mount>> {
+  // Making the mount point and recording the mount wait for the disk.
+  auto mount = [this, st = state_, spec]() -> Result<std::shared_ptr<Mount>> {
     std::lock_guard lock(st->change_mu);
     if (st->stopped) return Errc::unavailable;
     for (const auto& m : st->all())
@@ -241,7 +241,9 @@ Task<void> Spokes::add(SpokeMount spec) {
     if (!m) return m.error();
     publish(*m);
     return *m;
-  });
+  };
+  auto op = offload(ns_.pool, std::move(mount));
+  auto made = co_await std::move(op);
   if (!made) co_return made.error();
   // Like start(): a client's first call should find the feed connected.
   std::shared_ptr<Mount> m = *made;

@@ -67,10 +67,11 @@ nlohmann::json cache_json(const ns::SpokeCacheStats& c) {
 }
 
 // "/a/b" of a mount point given as "a/b" or "/a/b" (each component checked).
-Expected<std::string> mount_point(std::string_view path, std::string_view field) {
+Expected<std::string> mount_point(std::string_view path) {
+  if (path.find_first_not_of('/') == std::string_view::npos)
+    return invalid_json("field \"local\": expected a directory below the root (/datasets)");
   auto parts = split_path(path);
   if (!parts) return parts.error();
-  if (parts->empty()) return invalid_json("field \"" + std::string(field) + "\": expected a path below the root");
   return "/" + join_path(*parts);
 }
 
@@ -99,7 +100,7 @@ Reply spoke_add(Service& s, Call& c) {
   auto body = co_await c.read_json(kFields);
   if (!body) co_return body.error();
   ns::SpokeMount spec;
-  auto local = mount_point((*body)["local"].get<std::string>(), "local");
+  auto local = mount_point((*body)["local"].get<std::string>());
   if (!local) co_return local.error();
   spec.local = *local;
   c.audit_path = spec.local;
