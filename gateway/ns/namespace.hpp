@@ -80,8 +80,7 @@ struct SpokeMountStats {
   bool connected = false;           // the mount's change feed is connected
   std::int64_t state_since_ns = 0;  // wall clock of the last connect or disconnect (0: none yet)
   std::uint64_t cursor = 0;         // the feed's position in the hub's change log
-  std::uint64_t hub_last_change = 0;  // the newest position heard of (feed, probes)
-  double hub_rtt_seconds = 0;       // of the last probe of the hub (0: none yet)
+  std::uint64_t hub_last_change = 0;  // the log's position as of the feed's last message
   // Hub traffic: requests, bodies as they crossed the link, and chunk
   // frames on the wire against the chunk bytes they carried (compression).
   std::uint64_t requests = 0, wire_bytes_in = 0, wire_bytes_out = 0;

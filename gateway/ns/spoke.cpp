@@ -138,7 +138,6 @@ asio::awaitable<void> connect(std::shared_ptr<State> st, std::shared_ptr<Mount> 
     auto op = m->client->last_change();
     auto last = co_await std::move(op);
     if (last) {
-      m->heard(*last);
       start_feed(st, m, *last);
       co_return;
     }
@@ -173,12 +172,8 @@ void start_feed(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& 
   fo.after = after;
   std::weak_ptr<Mount> weak_mount = m;
   std::weak_ptr<State> weak = st;
-  fo.on_changes = [weak_mount, weak](const std::vector<hub::Change>& changes, std::uint64_t last) {
-    auto mp = weak_mount.lock();
-    if (!mp) return;
-    apply_changes(*mp, changes);
-    mp->heard(last);
-    if (auto st = weak.lock()) probe_hub(st, mp);
+  fo.on_changes = [weak_mount](const std::vector<hub::Change>& changes, std::uint64_t) {
+    if (auto mp = weak_mount.lock()) apply_changes(*mp, changes);
   };
   fo.on_state = [weak_mount, weak](bool connected, const hub::Error* why) {
     auto mp = weak_mount.lock();

@@ -39,9 +39,6 @@ inline constexpr auto kReconnectDelay = std::chrono::seconds(1);
 inline constexpr auto kHubTimeout = std::chrono::seconds(10);
 // Mounts served at once (mount points are slots every call reads unlocked).
 inline constexpr std::size_t kMaxMounts = 256;
-// How often a connected mount asks the hub where its change log is (the
-// mount's lag and the link's RTT); paced by the feed's messages.
-inline constexpr auto kLagProbe = std::chrono::seconds(5);
 
 inline void put_be(std::string& out, std::uint64_t v, int bytes) {
   for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (i * 8)) & 0xff));
@@ -95,16 +92,8 @@ struct Spokes::Mount {
   std::size_t slot = 0;  // in State::points while served
   std::shared_ptr<hub::Client> client;
 
-  // Figures for stats() (spoke_ops.cpp); no lock needed.
-  std::atomic<std::uint64_t> hub_last{0};  // the newest hub change-log position heard of
-  std::atomic<std::uint64_t> rtt_us{0};    // of the last probe
-  std::atomic<std::int64_t> probed_at{0};  // steady clock (ns) of the last probe
-  std::atomic<std::uint64_t> hits{0}, hit_bytes{0}, misses{0}, miss_bytes{0};  // chunk lookups
-  void heard(std::uint64_t last) {
-    std::uint64_t seen = hub_last.load();
-    while (last > seen && !hub_last.compare_exchange_weak(seen, last)) {
-    }
-  }
+  // Chunk lookups of its reads, for stats() (spoke_ops.cpp).
+  std::atomic<std::uint64_t> hits{0}, hit_bytes{0}, misses{0}, miss_bytes{0};
 
   struct Dir {
     std::map<std::string, std::optional<std::uint64_t>, std::less<>> names;  // nullopt: no such name
@@ -231,9 +220,6 @@ void stop_mount(Mount& m);
 // Opens the chunk cache all mounts share unless open (DATA_DIR/spoke-cache)
 // and registers its metrics. With State::change_mu held.
 Status open_cache(const std::shared_ptr<State>& st, const std::filesystem::path& data_dir);
-// Asks the hub where its change log is (Mount::hub_last, rtt_us) unless
-// asked within kLagProbe (spoke_ops.cpp); called on the feed's messages.
-void probe_hub(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m);
 // Whether a chunk a read of `m` wants is in the shared cache, counted as
 // the mount's hit or miss.
 inline bool cached(State& st, Mount& m, const wire::ChunkRef& c) {

@@ -1,7 +1,6 @@
 // Spoke mounts, operations (see spoke.hpp and backend/hub/SPOKES.md,
 // "Configuration, REST, metrics"): mounts added and removed at run time,
-// their figures (stats() and the weft_spoke_* metrics), and the probe that
-// measures how far a mount is behind its hub's change log.
+// and their figures (stats() and the weft_spoke_* metrics).
 #include "gateway/ns/offload.hpp"
 #include "gateway/ns/spoke_internal.hpp"
 
@@ -20,11 +19,6 @@ namespace weft::ns {
 using namespace spoke_detail;
 
 namespace {
-
-std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // "a/b" of a path given as "/a/b", "a//b/" ...; nullopt when a component
 // is not a name or there is none.
@@ -60,10 +54,11 @@ SpokeMountStats mount_stats(Mount& m) {
     std::lock_guard lock(m.mu);
     s.connected = m.connected();
     s.state_since_ns = m.state_since_ns;
-    if (m.feed) s.cursor = m.feed->cursor();
+    if (m.feed) {
+      s.cursor = m.feed->cursor();
+      s.hub_last_change = m.feed->head();
+    }
   }
-  s.hub_last_change = std::max(m.hub_last.load(), s.cursor);
-  s.hub_rtt_seconds = static_cast<double>(m.rtt_us.load()) / 1e6;
   const hub::Stats h = m.client->stats();
   s.requests = h.requests;
   s.wire_bytes_in = h.wire_bytes_in;
@@ -88,8 +83,6 @@ constexpr MountFigure kMountFigures[] = {
      [](const SpokeMountStats& s) { return s.connected ? 1.0 : 0.0; }},
     {"weft_spoke_lag_changes", "Changes of the hub's change log the spoke mount has not seen yet", false,
      [](const SpokeMountStats& s) { return double(s.lag()); }},
-    {"weft_spoke_hub_rtt_seconds", "Round trip of the spoke mount's last probe of its hub", false,
-     [](const SpokeMountStats& s) { return s.hub_rtt_seconds; }},
     {"weft_spoke_hub_requests_total", "Requests the spoke mount sent its hub", true,
      [](const SpokeMountStats& s) { return double(s.requests); }},
     {"weft_spoke_fetched_wire_bytes_total", "Chunk bytes the spoke mount fetched, as on the wire (compressed)", true,
@@ -166,27 +159,9 @@ void register_cache_metrics(const std::shared_ptr<State>& st) {
                  figure(&SpokeCacheStats::evictions));
 }
 
-asio::awaitable<void> probe(std::shared_ptr<Mount> m) {
-  const auto started = std::chrono::steady_clock::now();
-  auto op = m->client->last_change();
-  auto last = co_await std::move(op);
-  if (!last) co_return;  // the feed notices an unreachable hub
-  m->rtt_us = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count());
-  m->heard(*last);
-}
-
 }  // namespace
 
 namespace spoke_detail {
-
-void probe_hub(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m) {
-  const std::int64_t now = steady_ns();
-  std::int64_t last = m->probed_at.load();
-  if (now - last < std::chrono::duration_cast<std::chrono::nanoseconds>(kLagProbe).count()) return;
-  if (!m->probed_at.compare_exchange_strong(last, now)) return;  // another message's probe
-  asio::co_spawn(st->executor, probe(m), asio::detached);
-}
 
 Status open_cache(const std::shared_ptr<State>& st, const std::filesystem::path& data_dir) {
   if (st->cache_open.load()) return {};

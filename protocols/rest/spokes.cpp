@@ -40,7 +40,6 @@ nlohmann::json mount_json(const ns::SpokeMountStats& m) {
   j["mode"] = m.strict ? "strict" : "available";
   j["state"] = m.connected ? "connected" : "disconnected";
   j["state_since"] = m.state_since_ns ? nlohmann::json(audit::format_time(m.state_since_ns)) : nlohmann::json();
-  j["hub_rtt_seconds"] = m.hub_rtt_seconds;
   j["feed"] = std::move(feed);
   j["transfer"] = std::move(transfer);
   j["cache"] = std::move(cache);
