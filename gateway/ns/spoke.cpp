@@ -182,8 +182,8 @@ void start_feed(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& 
     {
       std::lock_guard lock(mp->mu);
       mp->epoch++;
-      mp->state_since_ns = now_ns();
       const bool was = std::exchange(mp->was_connected, connected);
+      if (was != connected) mp->state_since_ns = now_ns();  // not on every failed retry
       if (connected) {
         spdlog::info("spoke {}: connected to hub {}", mp->name, mp->spec.hub_url);
         return;

@@ -365,12 +365,15 @@ class OutageTest(unittest.TestCase):
             keys = [o["Key"] for o in s3.list_objects_v2(Bucket="live")["Contents"]]
             self.assertEqual(sorted(keys), sorted(before))
 
+            connected_since = mount(spoke, "/live")["state_since"]
             link.command("down")
             down_at = time.monotonic()
             deadline = down_at + FEED_WAIT
             while mount(spoke, "/live")["state"] != "disconnected":
                 self.assertLess(time.monotonic(), deadline, "the spoke did not notice the link going down")
                 time.sleep(0.1)
+            disconnected_since = mount(spoke, "/live")["state_since"]
+            self.assertGreater(disconnected_since, connected_since)  # RFC 3339 UTC times sort as text
             after = {"one.txt": b"one, changed at the hub\n", "two.txt": b"two, changed, and longer than before\n",
                      "new.txt": b"created during the outage\n", "renamed.txt": b"to be renamed\n",
                      "sub/deep.txt": b"deep, changed\n"}
@@ -386,11 +389,13 @@ class OutageTest(unittest.TestCase):
             self.assertEqual(s3_body(s3, "live", "one.txt"), before["one.txt"])
             self.assertEqual(s3_error(self, s3, "live", "new.txt"), "ServiceUnavailable")
             time.sleep(max(0, down_at + OUTAGE - time.monotonic()))
-            self.assertEqual(mount(spoke, "/live")["state"], "disconnected")
+            outage = mount(spoke, "/live")
+            self.assertEqual((outage["state"], outage["state_since"]), ("disconnected", disconnected_since))
             link.command("up")
 
             m = caught_up(self, spoke, hub, "/live")
             self.assertEqual(m["feed"]["lag"], 0)
+            self.assertGreater(m["state_since"], disconnected_since)
             for name, body in after.items():
                 self.assertEqual(s3_body(s3, "live", name), body, name)
             for name in ("gone.txt", "moved.txt"):
