@@ -115,7 +115,8 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
 
   std::mutex mu;
   std::vector<std::unique_ptr<Connection>> idle;  // guarded by mu
-  std::atomic<std::uint64_t> requests{0}, wire_in{0}, logical_in{0}, wire_out{0};
+  bool closed = false;                            // guarded by mu: close() was called
+  std::atomic<std::uint64_t> requests{0}, wire_in{0}, chunk_wire_in{0}, logical_in{0}, wire_out{0};
 
   std::unique_ptr<Connection> take_idle() {
     std::lock_guard lock(mu);
@@ -126,7 +127,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
   }
   void give_back(std::unique_ptr<Connection> c) {
     std::lock_guard lock(mu);
-    if (idle.size() < opt.connections) idle.push_back(std::move(c));
+    if (!closed && idle.size() < opt.connections) idle.push_back(std::move(c));
   }
 
   asio::awaitable<Result<std::unique_ptr<Connection>>> connect() {
@@ -234,6 +235,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
     auto res = co_await request(bhttp::verb::post, call_target, body, true);
     if (!res) co_return res.error();
     if (res->result_int() >= 400) co_return refusal(*res, nlohmann::json::parse(res->body(), nullptr, false));
+    chunk_wire_in += res->body().size();
     wire::FrameReader reader;
     reader.append(res->body());
     std::optional<wire::Error> error;
@@ -280,8 +282,16 @@ Client::~Client() = default;
 
 const ClientOptions& Client::options() const { return impl_->opt; }
 
+void Client::close() {
+  std::vector<std::unique_ptr<Connection>> dropped;
+  std::lock_guard lock(impl_->mu);
+  impl_->closed = true;
+  dropped.swap(impl_->idle);
+}
+
 Stats Client::stats() const {
-  return {impl_->requests.load(), impl_->wire_in.load(), impl_->logical_in.load(), impl_->wire_out.load()};
+  return {impl_->requests.load(), impl_->wire_in.load(), impl_->chunk_wire_in.load(), impl_->logical_in.load(),
+          impl_->wire_out.load()};
 }
 
 asio::awaitable<Result<std::uint64_t>> Client::last_change() {

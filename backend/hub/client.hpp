@@ -82,6 +82,7 @@ struct CommitChunk {
 struct Stats {
   std::uint64_t requests = 0;
   std::uint64_t wire_bytes_in = 0;     // response bodies as received
+  std::uint64_t chunk_wire_bytes_in = 0;  // of which chunk frames (set against logical_bytes_in)
   std::uint64_t logical_bytes_in = 0;  // chunk bytes after decompression
   std::uint64_t wire_bytes_out = 0;    // request bodies sent
 };
@@ -116,6 +117,11 @@ class Client {
   boost::asio::awaitable<Result<Attr>> symlink(std::string path, std::string target);
   // The link's content, with its attributes.
   boost::asio::awaitable<Result<std::pair<std::string, Attr>>> readlink(std::string path);
+
+  // Closes the idle connections and keeps none from then on (calls still
+  // work, each on a connection of its own). Call before the executor's
+  // io_context goes away: a socket must not outlive it.
+  void close();
 
   Stats stats() const;
   const ClientOptions& options() const;

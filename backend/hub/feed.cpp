@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 
+#include <algorithm>
+
 namespace weft::hub {
 
 namespace asio = boost::asio;
@@ -53,6 +55,7 @@ struct Feed::Impl : std::enable_shared_from_this<Impl> {
   FeedOptions options;
   std::string host, port;
   std::atomic<std::uint64_t> cursor{0};
+  std::atomic<std::uint64_t> head{0};
   std::atomic<bool> stopping{false}, ended{false}, is_connected{false};
   asio::steady_timer retry;  // strand only
   websocket::stream<beast::tcp_stream>* live = nullptr;  // strand only: the open connection
@@ -126,6 +129,7 @@ struct Feed::Impl : std::enable_shared_from_this<Impl> {
           }
         }
         last = j.at("last").get<std::uint64_t>();
+        head = std::max(last, j.contains("head") ? j.at("head").get<std::uint64_t>() : last);
       } catch (const nlohmann::json::exception& e) {
         why = lost(Error::Kind::protocol, std::string("a malformed feed message: ") + e.what());
         break;
@@ -193,6 +197,7 @@ void Feed::stop() {
 
 bool Feed::stopped() const { return impl_->ended; }
 std::uint64_t Feed::cursor() const { return impl_->cursor; }
+std::uint64_t Feed::head() const { return std::max(impl_->head.load(), impl_->cursor.load()); }
 bool Feed::connected() const { return impl_->is_connected; }
 
 }  // namespace weft::hub

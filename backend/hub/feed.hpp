@@ -43,6 +43,9 @@ class Feed {
   void stop();
   bool stopped() const;
   std::uint64_t cursor() const;
+  // The hub's change-log position as of its last message (at least
+  // cursor()): head() - cursor() is how far behind the feed is.
+  std::uint64_t head() const;
   bool connected() const;
 
   struct Impl;

@@ -28,5 +28,6 @@ struct CommandSet {
 
 void add_file_commands(CommandSet& set, CLI::App& app);
 void add_admin_commands(CommandSet& set, CLI::App& app);
+void add_spoke_commands(CommandSet& set, CLI::App& app);
 
 }  // namespace weft::cli

@@ -29,6 +29,7 @@ struct Commands::Impl {
 Commands::Commands(CLI::App& app) : impl_(std::make_unique<Impl>()) {
   add_file_commands(impl_->set, app);
   add_admin_commands(impl_->set, app);
+  add_spoke_commands(impl_->set, app);
 }
 
 Commands::~Commands() = default;

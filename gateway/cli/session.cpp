@@ -15,8 +15,6 @@ namespace weft::cli {
 
 namespace fs = std::filesystem;
 
-namespace {
-
 std::optional<nlohmann::json> read_json_file(const fs::path& p) {
   std::ifstream in(p);
   if (!in) return std::nullopt;
@@ -26,6 +24,8 @@ std::optional<nlohmann::json> read_json_file(const fs::path& p) {
   if (j.is_discarded()) return std::nullopt;
   return j;
 }
+
+namespace {
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);

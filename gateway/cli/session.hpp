@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,10 @@ struct Session {
 // Builds the session (see commands.hpp for where each setting comes from);
 // on failure prints why and returns nullopt.
 std::optional<Session> connect(const ConnectOptions& options, bool json);
+
+// A JSON file (endpoints.json, a credentials.json); nullopt when it cannot
+// be read or parsed.
+std::optional<nlohmann::json> read_json_file(const std::filesystem::path& p);
 
 // "/api/v1/" + prefix + "/" + each component of `path`, percent-encoded.
 std::string api_path(std::string_view prefix, std::string_view path);

@@ -230,6 +230,22 @@ struct Registry::Impl {
     return f->series.insert_or_assign(std::move(key), std::move(s)).first->second;
   }
 
+  // Registers (or replaces) the scrape-time reader of (name, labels).
+  void reader(std::string_view name, std::string_view help, Type type, const Labels& labels,
+              Reader read) {
+    std::lock_guard lock(mu);
+    Labels key = canonical(name, labels, type);
+    Family* f = find(name, type);
+    if (f) {
+      auto it = f->series.find(key);
+      if (it != f->series.end() && !std::holds_alternative<Reader>(it->second)) {
+        throw std::invalid_argument("metric " + std::string(name) + ": series is a " +
+                                    std::string(type_name(type)) + ", not a scrape-time reader");
+      }
+    }
+    insert(f, name, help, type, std::move(key), std::move(read));
+  }
+
   // The series of (name, labels), created by `make` when new; it must hold a `T`.
   template <class T, class Make>
   T& series(std::string_view name, std::string_view help, Type type, const Labels& labels,
@@ -242,7 +258,8 @@ struct Registry::Impl {
         auto* held = std::get_if<std::unique_ptr<T>>(&it->second);
         if (!held) {
           throw std::invalid_argument("metric " + std::string(name) +
-                                      ": series is a scrape-time reader, not a gauge");
+                                      ": series is a scrape-time reader, not a " +
+                                      std::string(type_name(type)));
         }
         return **held;
       }
@@ -282,17 +299,23 @@ Histogram& Registry::histogram(std::string_view name, std::string_view help, con
 
 void Registry::gauge_fn(std::string_view name, std::string_view help, const Labels& labels,
                         std::function<double()> read) {
+  impl_->reader(name, help, Type::gauge, labels, std::move(read));
+}
+
+void Registry::counter_fn(std::string_view name, std::string_view help, const Labels& labels,
+                          std::function<double()> read) {
+  impl_->reader(name, help, Type::counter, labels, std::move(read));
+}
+
+void Registry::remove_fn(std::string_view name, const Labels& labels) {
   std::lock_guard lock(impl_->mu);
-  Labels key = canonical(name, labels, Type::gauge);
-  Family* f = impl_->find(name, Type::gauge);
-  if (f) {
-    auto it = f->series.find(key);
-    if (it != f->series.end() && !std::holds_alternative<Reader>(it->second)) {
-      throw std::invalid_argument("metric " + std::string(name) +
-                                  ": series is a gauge, not a scrape-time reader");
-    }
-  }
-  impl_->insert(f, name, help, Type::gauge, std::move(key), std::move(read));
+  auto f = impl_->families.find(name);
+  if (f == impl_->families.end()) return;
+  Labels key = canonical(name, labels, f->second.type);
+  auto it = f->second.series.find(key);
+  if (it == f->second.series.end() || !std::holds_alternative<Reader>(it->second)) return;
+  f->second.series.erase(it);
+  if (f->second.series.empty()) impl_->families.erase(f);
 }
 
 std::string Registry::prometheus_text() const {

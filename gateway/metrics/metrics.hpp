@@ -76,6 +76,14 @@ class Registry {
   // the same (name, labels) again replaces the reader.
   void gauge_fn(std::string_view name, std::string_view help, const Labels& labels,
                 std::function<double()> read);
+  // A counter read at scrape time (totals another module keeps), likewise.
+  void counter_fn(std::string_view name, std::string_view help, const Labels& labels,
+                  std::function<double()> read);
+  // Drops a scrape-time reader (of something that went away: a spoke mount
+  // removed at run time); a family left without series goes too. Counters,
+  // gauges and histograms are never dropped, since references to them stay
+  // valid. Nothing happens when there is no such reader.
+  void remove_fn(std::string_view name, const Labels& labels);
 
   // Prometheus text exposition format 0.0.4: families sorted by name, series
   // by labels. Scrape-time readers run under the registration lock, so they

@@ -108,7 +108,7 @@ Result<std::vector<Export>> Namespace::exports() const {
   return out;
 }
 Task<Attr> Namespace::resolve(const OpContext& ctx, std::string_view path) {
-  if (impl_->spokes) {
+  if (impl_->spokes && impl_->spokes->mounted()) {
     // The path may cross into a spoke mount, which Impl::resolve's local
     // walk cannot enter: walk it with the calls that route there.
     if (path.size() > 4096) co_return Result<Attr>(make_error_code(Errc::name_too_long));

@@ -74,6 +74,38 @@ struct SpokeCacheOptions {
   std::uint64_t ssd_bytes = 8ull << 30;
 };
 
+// What an operator reads of one spoke mount (Namespace::spoke_stats).
+struct SpokeMountStats {
+  std::string local, hub_url, remote, user;  // as mounted (never the password)
+  bool strict = true;
+  bool connected = false;           // the mount's change feed is connected
+  std::int64_t state_since_ns = 0;  // wall clock of the last connect or disconnect (0: none yet)
+  std::uint64_t cursor = 0;         // the feed's position in the hub's change log
+  std::uint64_t hub_last_change = 0;  // the log's position as of the feed's last message
+  // Hub traffic: requests, bodies as they crossed the link, and chunk
+  // frames on the wire against the chunk bytes they carried (compression).
+  std::uint64_t requests = 0, wire_bytes_in = 0, wire_bytes_out = 0;
+  std::uint64_t chunk_wire_bytes = 0, chunk_logical_bytes = 0;
+  // Chunks this mount's reads looked for: found in the shared chunk cache
+  // (hits, never fetched: the dedup saving), or not (misses).
+  std::uint64_t cache_hits = 0, cache_hit_bytes = 0, cache_misses = 0, cache_miss_bytes = 0;
+
+  // How far the mount is behind the hub's change log.
+  std::uint64_t lag() const { return hub_last_change > cursor ? hub_last_change - cursor : 0; }
+};
+
+// The chunk cache all mounts share.
+struct SpokeCacheStats {
+  std::uint64_t ram_bytes = 0, ram_budget = 0, ram_chunks = 0;
+  std::uint64_t ssd_bytes = 0, ssd_budget = 0, ssd_chunks = 0;
+  std::uint64_t ram_hits = 0, ssd_hits = 0, misses = 0, fetches = 0, evictions = 0, corrupt = 0;
+};
+
+struct SpokeStats {
+  std::vector<SpokeMountStats> mounts;  // in mount point order
+  SpokeCacheStats cache;
+};
+
 class Namespace {
  public:
   // Opens (or creates) the namespace under options.data_dir; recovers after
@@ -215,11 +247,28 @@ class Namespace {
 
   // --- Spoke mounts (spoke.cpp) -------------------------------------------
   // Creates the mount points and connects each mount to its hub; the hub
-  // clients and change feeds run on `executor`. Call once, after open().
+  // clients and change feeds run on `executor`. Call once, after open(),
+  // with no mounts too if add_spoke() is to be used.
   Status start_spokes(boost::asio::any_io_executor executor, const std::vector<SpokeMount>& mounts,
                       const std::string& region, const SpokeCacheOptions& cache = {});
   // Disconnects the mounts (also done by close()).
   void stop_spokes();
+  // Mounts a hub directory at run time, as start_spokes() does at start,
+  // and waits briefly for its feed to connect (not kept across restarts:
+  // the configuration is). Administrators only (Errc::perm). Errors:
+  // Errc::exists (a mount there, or one it would nest in or contain),
+  // Errc::not_empty (the mount point holds files), Errc::not_dir,
+  // Errc::invalid (a malformed hub URL or path), Errc::no_space (too many
+  // mounts), Errc::unavailable (start_spokes() not called, or stopping).
+  Task<void> add_spoke(const OpContext& ctx, const SpokeMount& mount);
+  // Unmounts `local` ("/datasets"): its feed stops and new calls into it
+  // fail; files open in it read on until closed (as umount -l). The mount
+  // point stays, an empty local directory; its shadow inode records stay,
+  // so mounting it again gives files their old numbers. Administrators
+  // only (Errc::perm); Errc::not_found: no mount there.
+  Status remove_spoke(const OpContext& ctx, std::string_view local);
+  // Every mount's figures and the shared cache's. Administrators only.
+  Result<SpokeStats> spoke_stats(const OpContext& ctx) const;
 
   // Flushes and closes the store; further calls fail with Errc::unavailable.
   void close();

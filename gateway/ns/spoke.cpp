@@ -118,41 +118,72 @@ void apply_changes(Mount& m, const std::vector<hub::Change>& changes) {
   }
 }
 
-void start_feed(std::shared_ptr<State> st, Mount& m, std::uint64_t after);
+void start_feed(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, std::uint64_t after);
 
-// Reads the hub's change log position, then subscribes from there; retries
-// while the hub is away. (The metadata cache lives in memory, so a feed
-// starts from the hub's present, not from a persisted cursor.)
-asio::awaitable<void> connect(std::shared_ptr<State> st, Mount& m) {
+bool is_stopped(Mount& m) {
+  std::lock_guard lock(m.mu);
+  return m.stopped;
+}
+
+}  // namespace
+
+namespace spoke_detail {
+
+// The metadata cache lives in memory, so a feed starts from the hub's
+// present, not from a persisted cursor.
+asio::awaitable<void> connect(std::shared_ptr<State> st, std::shared_ptr<Mount> m) {
   bool warned = false;
   asio::steady_timer timer(co_await asio::this_coro::executor);
-  while (!st->stopped) {
-    auto op = m.client->last_change();
+  while (!st->stopped && !is_stopped(*m)) {
+    auto op = m->client->last_change();
     auto last = co_await std::move(op);
     if (last) {
       start_feed(st, m, *last);
       co_return;
     }
-    if (!warned) spdlog::warn("spoke {}: hub {} unreachable: {}; retrying", m.name, m.spec.hub_url, last.error().message);
+    if (!warned) spdlog::warn("spoke {}: hub {} unreachable: {}; retrying", m->name, m->spec.hub_url, last.error().message);
     warned = true;
     timer.expires_after(kReconnectDelay);
     co_await timer.async_wait(asio::use_awaitable);
   }
 }
 
-void start_feed(std::shared_ptr<State> st, Mount& m, std::uint64_t after) {
+void stop_mount(Mount& m) {
+  std::shared_ptr<hub::Feed> feed;
+  {
+    std::lock_guard lock(m.mu);
+    m.stopped = true;
+    feed = std::move(m.feed);
+  }
+  if (feed) feed->stop();
+  // Its pooled sockets must not outlive the io_context, which goes before
+  // the namespace; a removed mount's open files read on fresh connections.
+  m.client->close();
+}
+
+}  // namespace spoke_detail
+
+namespace {
+
+// The feed's callbacks hold the mount weakly: the mount owns its feed.
+void start_feed(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, std::uint64_t after) {
   hub::FeedOptions fo;
-  fo.client = m.client->options();
+  fo.client = m->client->options();
   fo.after = after;
-  Mount* mp = &m;
-  fo.on_changes = [mp](const std::vector<hub::Change>& changes, std::uint64_t) { apply_changes(*mp, changes); };
+  std::weak_ptr<Mount> weak_mount = m;
   std::weak_ptr<State> weak = st;
-  fo.on_state = [mp, weak](bool connected, const hub::Error* why) {
+  fo.on_changes = [weak_mount](const std::vector<hub::Change>& changes, std::uint64_t) {
+    if (auto mp = weak_mount.lock()) apply_changes(*mp, changes);
+  };
+  fo.on_state = [weak_mount, weak](bool connected, const hub::Error* why) {
+    auto mp = weak_mount.lock();
+    if (!mp) return;
     std::shared_ptr<hub::Feed> lost_log;
     {
       std::lock_guard lock(mp->mu);
       mp->epoch++;
       const bool was = std::exchange(mp->was_connected, connected);
+      if (was != connected) mp->state_since_ns = now_ns();  // not on every failed retry
       if (connected) {
         spdlog::info("spoke {}: connected to hub {}", mp->name, mp->spec.hub_url);
         return;
@@ -167,20 +198,20 @@ void start_feed(std::shared_ptr<State> st, Mount& m, std::uint64_t after) {
     }
     if (lost_log) {
       lost_log->stop();
-      if (auto st = weak.lock()) asio::co_spawn(st->executor, connect(st, *mp), asio::detached);
+      if (auto st = weak.lock()) asio::co_spawn(st->executor, connect(st, mp), asio::detached);
     }
   };
   auto feed = hub::Feed::start(st->executor, std::move(fo));
   if (!feed) {
-    spdlog::error("spoke {}: cannot start the change feed: {}", m.name, feed.error().message);
+    spdlog::error("spoke {}: cannot start the change feed: {}", m->name, feed.error().message);
     return;
   }
-  std::lock_guard lock(m.mu);
-  if (m.stopped) {
+  std::lock_guard lock(m->mu);
+  if (m->stopped) {
     (*feed)->stop();
     return;
   }
-  m.feed = std::move(*feed);
+  m->feed = std::move(*feed);
 }
 
 }  // namespace
@@ -192,113 +223,33 @@ Spokes::Spokes(Namespace::Impl& ns) : ns_(ns), state_(std::make_shared<State>())
 Spokes::~Spokes() { stop(); }
 
 bool Spokes::is_mount_point(Ino ino) const {
-  for (const auto& m : state_->mounts)
-    if (m->point == ino) return true;
+  const std::size_t used = state_->slots_used.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < used; ++i)
+    if (state_->points[i].load(std::memory_order_acquire) == ino) return true;
   return false;
 }
+
+bool Spokes::mounted() const { return state_->mount_count.load() > 0; }
 
 Status Spokes::start(asio::any_io_executor executor, const std::vector<SpokeMount>& mounts,
                      const std::string& region, const SpokeCacheOptions& cache_options) {
   State& st = *state_;
   st.executor = executor;
+  st.region = region;
+  st.cache_options = cache_options;
   st.alloc.init(kShadowInoBase);
-  cache::ChunkCacheOptions co;
-  co.ram_bytes = cache_options.ram_bytes;
-  co.ssd_bytes = cache_options.ssd_bytes;
-  if (co.ssd_bytes) co.ssd_dir = std::filesystem::path(ns_.opt.data_dir) / "spoke-cache";
-  auto chunks = cache::ChunkCache::open(co);
-  if (!chunks) {
-    spdlog::error("spoke: cannot open the chunk cache in {}: {}", co.ssd_dir.string(), chunks.error().message());
-    return Errc::io;
+  std::vector<std::shared_ptr<Mount>> started;
+  {
+    std::lock_guard lock(st.change_mu);
+    for (const SpokeMount& spec : mounts) {
+      auto m = prepare(spec);
+      if (!m) return m.error();
+      publish(*m);
+      started.push_back(std::move(*m));
+    }
   }
-  st.chunks = std::shared_ptr<cache::ChunkCache>(std::move(*chunks));
-  const OpContext ctx = system_context();
-  for (const SpokeMount& spec : mounts) {
-    auto m = std::make_unique<Mount>();
-    m->spec = spec;
-    m->name = spec.local;
-    // The mount point: an empty local directory, made if missing.
-    Ino dir = kRootIno, parent = kRootIno;
-    std::string_view rest = spec.local;
-    while (!rest.empty()) {
-      const std::size_t slash = rest.find('/');
-      const std::string_view part = rest.substr(0, slash);
-      rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-      if (part.empty()) continue;
-      if (is_mount_point(dir)) {
-        spdlog::error("spoke {}: inside another spoke mount", m->name);
-        return Errc::invalid;
-      }
-      auto a = ns_.lookup(ctx, dir, part);
-      if (!a && a.error() == make_error_code(Errc::not_found))
-        a = ns_.make_node(ctx, dir, part, FileType::directory, 0755, {}, CreateMode::exclusive);
-      if (auto s = ns_.sync_owed(); !s && a) a = s.error();
-      if (!a) {
-        spdlog::error("spoke {}: cannot make the mount point: {}", m->name, a.error().message());
-        return a.error();
-      }
-      if (a->type != FileType::directory) {
-        spdlog::error("spoke {}: the mount point is not a directory", m->name);
-        return Errc::not_dir;
-      }
-      parent = dir;
-      dir = a->ino;
-    }
-    if (dir == kRootIno || is_mount_point(dir)) {
-      spdlog::error("spoke {}: a mount point must be a directory below the root, used once", m->name);
-      return Errc::invalid;
-    }
-    auto probe = ns_.readdir(ctx, dir, 0, 1, false, false, {});
-    if (!probe) return probe.error();
-    if (!probe->entries.empty()) {
-      spdlog::error("spoke {}: the mount point is not empty", m->name);
-      return Errc::not_empty;
-    }
-    m->point = dir;
-    m->point_parent = parent;
-    // The mount's id keys its shadow inodes: kept while it names the same
-    // hub directory, so local inode numbers survive restarts.
-    {
-      const std::string marker = rec::key_meta("spoke/" + spec.local);
-      auto txn = ns_.kv->begin();
-      std::string v;
-      kv::Status s = txn->get(marker, &v, true);
-      auto j = nlohmann::json::parse(s.ok() ? v : std::string("{}"), nullptr, false);
-      if (j.is_object() && j.value("hub", "") == spec.hub_url && j.value("remote", "") == spec.remote) {
-        m->id = j.value("id", 0u);
-      } else {
-        std::string next;
-        s = txn->get(rec::key_meta("next_spoke_id"), &next, true);
-        m->id = s.ok() && next.size() == 4 ? static_cast<std::uint32_t>(get_be(next, 0, 4)) : 1;
-        next.clear();
-        put_be(next, m->id + 1, 4);
-        txn->put(rec::key_meta("next_spoke_id"), next);
-        txn->put(marker, nlohmann::json{{"id", m->id}, {"hub", spec.hub_url}, {"remote", spec.remote}}.dump());
-        if (auto c = txn->commit(kv::Durability::sync); !c.ok()) {
-          spdlog::error("spoke {}: cannot record the mount: {}", m->name, c.message);
-          return Errc::io;
-        }
-      }
-    }
-    hub::ClientOptions options;
-    options.url = spec.hub_url;
-    options.user = spec.user;
-    options.password = spec.password;
-    options.region = region;
-    options.timeout = kHubTimeout;
-    auto client = hub::Client::create(executor, options);
-    if (!client) {
-      spdlog::error("spoke {}: {}", m->name, client.error().message);
-      return Errc::invalid;
-    }
-    m->client = std::shared_ptr<hub::Client>(std::move(*client));
-    spdlog::info("spoke {}: serves {} of hub {} ({})", m->name, spec.remote, spec.hub_url,
-                 spec.strict ? "strict" : "available");
-    st.mounts.push_back(std::move(m));
-  }
-  for (auto& m : st.mounts) asio::co_spawn(executor, connect(state_, *m), asio::detached);
   const auto deadline = std::chrono::steady_clock::now() + kConnectWait;
-  for (auto& m : st.mounts) {
+  for (auto& m : started) {
     for (;;) {
       {
         std::lock_guard lock(m->mu);
@@ -311,22 +262,105 @@ Status Spokes::start(asio::any_io_executor executor, const std::vector<SpokeMoun
   return {};
 }
 
+Result<std::shared_ptr<Spokes::Mount>> Spokes::prepare(const SpokeMount& spec) {
+  State& st = *state_;
+  if (st.mount_count >= kMaxMounts) {
+    spdlog::error("spoke {}: no room for more than {} mounts", spec.local, kMaxMounts);
+    return Errc::no_space;
+  }
+  if (auto s = open_cache(state_, ns_.opt.data_dir); !s) return s.error();
+  const OpContext ctx = system_context();
+  auto m = std::make_shared<Mount>();
+  m->spec = spec;
+  m->name = spec.local;
+  // The client first: a malformed URL leaves nothing behind.
+  hub::ClientOptions options;
+  options.url = spec.hub_url;
+  options.user = spec.user;
+  options.password = spec.password;
+  options.region = st.region;
+  options.timeout = kHubTimeout;
+  auto client = hub::Client::create(st.executor, options);
+  if (!client) {
+    spdlog::error("spoke {}: {}", m->name, client.error().message);
+    return Errc::invalid;
+  }
+  m->client = std::shared_ptr<hub::Client>(std::move(*client));
+  // The mount point: an empty local directory, made if missing.
+  Ino dir = kRootIno, parent = kRootIno;
+  std::string_view rest = spec.local;
+  while (!rest.empty()) {
+    const std::size_t slash = rest.find('/');
+    const std::string_view part = rest.substr(0, slash);
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    if (part.empty()) continue;
+    if (is_mount_point(dir)) {
+      spdlog::error("spoke {}: inside another spoke mount", m->name);
+      return Errc::invalid;
+    }
+    auto a = ns_.lookup(ctx, dir, part);
+    if (!a && a.error() == make_error_code(Errc::not_found))
+      a = ns_.make_node(ctx, dir, part, FileType::directory, 0755, {}, CreateMode::exclusive);
+    if (auto s = ns_.sync_owed(); !s && a) a = s.error();
+    if (!a) {
+      spdlog::error("spoke {}: cannot make the mount point: {}", m->name, a.error().message());
+      return a.error();
+    }
+    if (a->type != FileType::directory) {
+      spdlog::error("spoke {}: the mount point is not a directory", m->name);
+      return Errc::not_dir;
+    }
+    parent = dir;
+    dir = a->ino;
+  }
+  if (dir == kRootIno || is_mount_point(dir)) {
+    spdlog::error("spoke {}: a mount point must be a directory below the root, used once", m->name);
+    return Errc::invalid;
+  }
+  auto probe = ns_.readdir(ctx, dir, 0, 1, false, false, {});
+  if (!probe) return probe.error();
+  if (!probe->entries.empty()) {
+    spdlog::error("spoke {}: the mount point is not empty", m->name);
+    return Errc::not_empty;
+  }
+  m->point = dir;
+  m->point_parent = parent;
+  // The mount's id keys its shadow inodes: kept while it names the same
+  // hub directory, so local inode numbers survive restarts.
+  {
+    const std::string marker = rec::key_meta("spoke/" + spec.local);
+    auto txn = ns_.kv->begin();
+    std::string v;
+    kv::Status s = txn->get(marker, &v, true);
+    auto j = nlohmann::json::parse(s.ok() ? v : std::string("{}"), nullptr, false);
+    if (j.is_object() && j.value("hub", "") == spec.hub_url && j.value("remote", "") == spec.remote) {
+      m->id = j.value("id", 0u);
+    } else {
+      std::string next;
+      s = txn->get(rec::key_meta("next_spoke_id"), &next, true);
+      m->id = s.ok() && next.size() == 4 ? static_cast<std::uint32_t>(get_be(next, 0, 4)) : 1;
+      next.clear();
+      put_be(next, m->id + 1, 4);
+      txn->put(rec::key_meta("next_spoke_id"), next);
+      txn->put(marker, nlohmann::json{{"id", m->id}, {"hub", spec.hub_url}, {"remote", spec.remote}}.dump());
+      if (auto c = txn->commit(kv::Durability::sync); !c.ok()) {
+        spdlog::error("spoke {}: cannot record the mount: {}", m->name, c.message);
+        return Errc::io;
+      }
+    }
+  }
+  spdlog::info("spoke {}: serves {} of hub {} ({})", m->name, spec.remote, spec.hub_url,
+               spec.strict ? "strict" : "available");
+  return m;
+}
+
 void Spokes::stop() {
   if (state_->stopped.exchange(true)) return;
-  for (auto& m : state_->mounts) {
-    std::shared_ptr<hub::Feed> feed;
-    {
-      std::lock_guard lock(m->mu);
-      m->stopped = true;
-      feed = std::move(m->feed);
-    }
-    if (feed) feed->stop();
-  }
+  for (auto& m : state_->all()) stop_mount(*m);
 }
 
 Status Namespace::start_spokes(asio::any_io_executor executor, const std::vector<SpokeMount>& mounts,
                                const std::string& region, const SpokeCacheOptions& cache) {
-  if (mounts.empty()) return {};
   if (impl_->spokes) return Errc::busy;
   impl_->spokes = std::make_unique<Spokes>(*impl_);
   return impl_->spokes->start(std::move(executor), mounts, region, cache);
@@ -342,8 +376,9 @@ void Namespace::stop_spokes() {
 namespace spoke_detail {
 
 Result<Shadow> shadow_of(State& st, kv::Store& kv, Ino ino) {
-  for (const auto& m : st.mounts) {
-    if (m->point != ino) continue;
+  if (ino < kShadowInoBase) {
+    auto m = st.mount_at(ino);
+    if (!m) return Errc::stale;  // unmounted meanwhile
     std::lock_guard lock(m->mu);
     return Shadow{m->id, m->root_hub_ino, 0, FileType::directory, m->point_parent, ""};
   }
@@ -404,7 +439,7 @@ Result<Ino> local_ino(State& st, kv::Store& kv, Mount& m, Ino parent, const std:
 Result<Ino> Spokes::mount_point_of(Ino ino) {
   auto sh = shadow_of(*state_, *ns_.kv, ino);
   if (!sh) return sh.error();
-  Mount* m = state_->mount(sh->mount);
+  auto m = state_->mount(sh->mount);
   if (!m) return Errc::stale;
   return m->point;
 }
@@ -418,7 +453,7 @@ Result<Where> where(State& st, kv::Store& kv, Ino ino) {
   if (st.stopped) return Errc::unavailable;
   auto sh = shadow_of(st, kv, ino);
   if (!sh) return sh.error();
-  Mount* m = st.mount(sh->mount);
+  auto m = st.mount(sh->mount);
   if (!m) return Errc::stale;  // a mount no longer configured
   return Where{m, std::move(*sh)};
 }

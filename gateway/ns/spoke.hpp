@@ -20,6 +20,10 @@
 // a strict mount fails every call at once with Errc::unavailable; an
 // available mount serves what it has cached and fails the rest.
 //
+// Mounts come and go at run time (add, remove): a mount is shared by the
+// list, its open files and its feed's work, and lives until the last lets
+// go; a removed mount's open files read on (as after umount -l).
+//
 // Thread-safe; the calls are coroutines run on the caller's executor, the
 // feeds and prefetches on the executor given to start().
 #pragma once
@@ -47,9 +51,17 @@ class Spokes {
   // Stops the feeds; later calls on mounts fail with Errc::unavailable.
   void stop();
 
+  // At run time (spoke_ops.cpp; errors as Namespace::add_spoke and
+  // remove_spoke say).
+  Task<void> add(SpokeMount spec);
+  Status remove(std::string_view local);
+  SpokeStats stats() const;
+
   // Whether `ino` is a mount point or below one.
   bool serves(Ino ino) const { return ino >= kShadowInoBase || is_mount_point(ino); }
   bool is_mount_point(Ino ino) const;
+  // Whether any mount is up.
+  bool mounted() const;
   static bool is_spoke_handle(Handle h) { return h.id & kHandleBit; }
 
   Task<Attr> lookup(const OpContext& ctx, Ino dir, std::string_view name);
@@ -75,6 +87,12 @@ class Spokes {
 
  private:
   static constexpr std::uint64_t kHandleBit = 1ull << 63;
+  // A mount of `spec`, its mount point made and its id recorded; not yet
+  // serving (spoke.cpp). Call with State::change_mu held.
+  Result<std::shared_ptr<Mount>> prepare(const SpokeMount& spec);
+  // Serves a prepared mount and connects its feed (spoke_ops.cpp). Call
+  // with State::change_mu held.
+  void publish(const std::shared_ptr<Mount>& m);
   Namespace::Impl& ns_;
   std::shared_ptr<State> state_;
 };

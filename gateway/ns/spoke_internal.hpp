@@ -11,6 +11,8 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <array>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -35,6 +37,8 @@ inline constexpr auto kConnectWait = std::chrono::seconds(3);
 inline constexpr auto kReconnectDelay = std::chrono::seconds(1);
 // A call that needs the hub fails within this when the hub stops answering.
 inline constexpr auto kHubTimeout = std::chrono::seconds(10);
+// Mounts served at once (mount points are slots every call reads unlocked).
+inline constexpr std::size_t kMaxMounts = 256;
 
 inline void put_be(std::string& out, std::uint64_t v, int bytes) {
   for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (i * 8)) & 0xff));
@@ -83,9 +87,13 @@ struct Spokes::Shadow {
 struct Spokes::Mount {
   std::uint32_t id = 0;
   SpokeMount spec;
-  std::string name;  // the local path, for logs
+  std::string name;  // the local path ("/datasets"): logs, metric labels, remove()
   Ino point = 0, point_parent = 0;
+  std::size_t slot = 0;  // in State::points while served
   std::shared_ptr<hub::Client> client;
+
+  // Chunk lookups of its reads, for stats() (spoke_ops.cpp).
+  std::atomic<std::uint64_t> hits{0}, hit_bytes{0}, misses{0}, miss_bytes{0};
 
   struct Dir {
     std::map<std::string, std::optional<std::uint64_t>, std::less<>> names;  // nullopt: no such name
@@ -95,6 +103,7 @@ struct Spokes::Mount {
   std::shared_ptr<hub::Feed> feed;       // guarded by mu
   bool stopped = false;                  // guarded by mu
   bool was_connected = false;            // guarded by mu: the feed's last state, for logs
+  std::int64_t state_since_ns = 0;       // guarded by mu: wall clock of the last change of state
   std::uint64_t root_hub_ino = 0;        // guarded by mu; 0 until the first answer
   std::uint64_t epoch = 0;               // guarded by mu: bumped by every invalidation
   std::unordered_map<std::uint64_t, wire::FileAttr> attrs;  // guarded by mu, by hub ino
@@ -128,7 +137,7 @@ struct Spokes::Mount {
 };
 
 struct Spokes::OpenFile {
-  Mount* mount = nullptr;
+  std::shared_ptr<Mount> mount;
   std::string path;  // the hub path
   std::shared_ptr<const wire::Manifest> manifest;
   std::mutex mu;
@@ -137,10 +146,26 @@ struct Spokes::OpenFile {
 };
 
 struct Spokes::State {
-  std::vector<std::unique_ptr<Mount>> mounts;  // fixed once start() returns
-  std::shared_ptr<cache::ChunkCache> chunks;
+  // Set by start(), before any mount serves.
   asio::any_io_executor executor;
+  std::string region;
+  SpokeCacheOptions cache_options;
   std::atomic<bool> stopped{false};
+
+  // One add or remove at a time; held across their blocking work.
+  std::mutex change_mu;
+  // Opened for the first mount (open_cache, under change_mu); read without
+  // a lock by calls that reached a mount, which was published later, and by
+  // figures once cache_open says so.
+  std::shared_ptr<cache::ChunkCache> chunks;
+  std::atomic<bool> cache_open{false};
+  mutable std::mutex mounts_mu;
+  std::vector<std::shared_ptr<Mount>> mounts;  // guarded by mounts_mu, in mount point order
+  // The mount points of `mounts` (0: a free slot), read without a lock by
+  // every namespace call (is_mount_point); slots below `slots_used` only.
+  std::array<std::atomic<Ino>, spoke_detail::kMaxMounts> points{};
+  std::atomic<std::size_t> slots_used{0};
+  std::atomic<std::size_t> mount_count{0};
 
   Allocator alloc{rec::key_meta("next_shadow_ino"), 1024};
   std::mutex alloc_mu;  // one local number per hub inode
@@ -151,10 +176,21 @@ struct Spokes::State {
   std::unordered_map<std::uint64_t, std::shared_ptr<OpenFile>> handles;  // guarded by handles_mu
   std::uint64_t next_handle = 1;                                         // guarded by handles_mu
 
-  Mount* mount(std::uint32_t id) const {
+  std::shared_ptr<Mount> mount(std::uint32_t id) const {
+    std::lock_guard lock(mounts_mu);
     for (const auto& m : mounts)
-      if (m->id == id) return m.get();
+      if (m->id == id) return m;
     return nullptr;
+  }
+  std::shared_ptr<Mount> mount_at(Ino point) const {
+    std::lock_guard lock(mounts_mu);
+    for (const auto& m : mounts)
+      if (m->point == point) return m;
+    return nullptr;
+  }
+  std::vector<std::shared_ptr<Mount>> all() const {
+    std::lock_guard lock(mounts_mu);
+    return mounts;
   }
 };
 
@@ -165,7 +201,7 @@ using Mount = Spokes::Mount;
 using Shadow = Spokes::Shadow;
 
 struct Where {
-  Mount* mount;
+  std::shared_ptr<Mount> mount;
   Shadow shadow;
 };
 // The mount and shadow record of a local inode (Errc::stale: unknown).
@@ -176,6 +212,22 @@ Result<Shadow> shadow_of(State& st, kv::Store& kv, Ino ino);
 // directory `parent`: the one recorded for it, else a new one.
 Result<Ino> local_ino(State& st, kv::Store& kv, Mount& m, Ino parent, const std::string& path,
                       const wire::FileAttr& a);
+// Reads the hub's change log position, then subscribes the mount's feed
+// from there; retries while the hub is away, until the mount is stopped.
+asio::awaitable<void> connect(std::shared_ptr<State> st, std::shared_ptr<Mount> m);
+// Stops a mount's feed; its calls fail with Errc::unavailable from then on.
+void stop_mount(Mount& m);
+// Opens the chunk cache all mounts share unless open (DATA_DIR/spoke-cache)
+// and registers its metrics. With State::change_mu held.
+Status open_cache(const std::shared_ptr<State>& st, const std::filesystem::path& data_dir);
+// Whether a chunk a read of `m` wants is in the shared cache, counted as
+// the mount's hit or miss.
+inline bool cached(State& st, Mount& m, const wire::ChunkRef& c) {
+  const bool hit = st.chunks->get(c.digest) != nullptr;
+  (hit ? m.hits : m.misses)++;
+  (hit ? m.hit_bytes : m.miss_bytes) += c.length;
+  return hit;
+}
 
 }  // namespace spoke_detail
 }  // namespace weft::ns

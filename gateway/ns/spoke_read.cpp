@@ -155,7 +155,7 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
   std::shared_ptr<ChunkBatch> batch;
   std::uint64_t batch_bytes = 0;
   for (std::size_t i = std::max(first, std::min(scheduled_to, last)); i < ahead_to; ++i) {
-    if (i < scheduled_to || st.chunks->get(chunks[i].digest)) {
+    if (i < scheduled_to || cached(st, m, chunks[i])) {
       batch.reset();
       continue;
     }

@@ -1,7 +1,9 @@
 // The change feed: a WebSocket that streams the namespace's change log
 // from a cursor. Messages are JSON text:
-//   {"changes": [{"seq", "op", "ino", "parent", "new_parent", "version", "time_ns"}...], "last": SEQ}
-//   {"last": SEQ}   a heartbeat every kHeartbeat while nothing changes
+//   {"changes": [{"seq", "op", "ino", "parent", "new_parent", "version", "time_ns"}...], "last": SEQ, "head": SEQ}
+//   {"last": SEQ, "head": SEQ}   a heartbeat every kHeartbeat while nothing changes
+// `head` is where the log is as the message leaves, so a spoke knows how
+// far behind it is (head - last) without asking.
 // Names are left out: an invalidation says which inodes and directories
 // changed, never what they are called, so the feed carries no metadata of
 // paths that residency keeps at the hub. A spoke resumes after a
@@ -86,6 +88,7 @@ Reply feed(Request& r) {
         cursor = batch->back().seq;
       }
       msg["last"] = cursor;
+      msg["head"] = std::max(cursor, r.s.ns.last_change());
       const std::string text = msg.dump();
       if (co_await ws->send_text(text)) break;
       r.wire_bytes += text.size();

@@ -47,6 +47,11 @@ Reply export_set(Service& s, Call& c);
 Reply export_delete(Service& s, Call& c);
 Reply audit_query(Service& s, Call& c);
 
+// spokes.cpp: spoke mounts at run time.
+Reply spokes_list(Service& s, Call& c);
+Reply spoke_add(Service& s, Call& c);
+Reply spoke_remove(Service& s, Call& c);
+
 // jobs.cpp
 Reply jobs_list(Service& s, Call& c);
 Reply job_start(Service& s, Call& c);

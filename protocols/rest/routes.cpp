@@ -50,6 +50,10 @@ constexpr std::array kRoutes{
     Route{"PUT", "/api/v1/exports/{name}", "exports.set", kAdmin, "", export_set},
     Route{"DELETE", "/api/v1/exports/{name}", "exports.delete", kAdmin, "", export_delete},
 
+    Route{"GET", "/api/v1/spokes", "spokes.list", kAdmin, "", spokes_list},
+    Route{"POST", "/api/v1/spokes", "spokes.add", kAdmin, "", spoke_add},
+    Route{"DELETE", "/api/v1/spokes/{path}", "spokes.remove", kAdmin, "", spoke_remove},
+
     Route{"GET", "/api/v1/jobs", "jobs.list", kUser, "", jobs_list},
     Route{"POST", "/api/v1/jobs", "jobs.start", kUser, "", job_start},
     Route{"GET", "/api/v1/jobs/{id}", "jobs.get", kUser, "", job_get},

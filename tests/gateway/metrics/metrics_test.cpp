@@ -158,6 +158,35 @@ TEST_CASE("scrape-time gauges are read at scrape time and replaced on re-registr
   CHECK(occurrences(r.prometheus_text(), "# TYPE store_bytes gauge") == 1);
 }
 
+TEST_CASE("scrape-time counters are counters, and readers can be removed") {
+  Registry r;
+  std::uint64_t total = 5;
+  r.counter_fn("spoke_bytes_total", "Bytes.", {{"mount", "/a"}}, [&total] { return double(total); });
+  r.counter_fn("spoke_bytes_total", "Bytes.", {{"mount", "/b"}}, [] { return 1.0; });
+  r.gauge_fn("spoke_up", "Up.", {{"mount", "/a"}}, [] { return 1.0; });
+  total = 9;
+  std::string text = r.prometheus_text();
+  CHECK(occurrences(text, "# TYPE spoke_bytes_total counter") == 1);
+  CHECK(sample(text, "spoke_bytes_total{mount=\"/a\"}") == "9");
+  CHECK_THROWS_AS(r.gauge_fn("spoke_bytes_total", "Bytes.", {{"mount", "/c"}}, [] { return 0.0; }),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(r.counter("spoke_bytes_total", "Bytes.", {{"mount", "/a"}}), std::invalid_argument);
+  // Removing one series keeps the family; removing the last drops it.
+  r.remove_fn("spoke_bytes_total", {{"mount", "/a"}});
+  text = r.prometheus_text();
+  CHECK(text.find("mount=\"/a\"}") != std::string::npos);  // spoke_up's
+  CHECK(text.find("spoke_bytes_total{mount=\"/a\"}") == std::string::npos);
+  CHECK(sample(text, "spoke_bytes_total{mount=\"/b\"}") == "1");
+  r.remove_fn("spoke_bytes_total", {{"mount", "/b"}});
+  r.remove_fn("spoke_up", {{"mount", "/a"}});
+  CHECK(r.prometheus_text().empty());
+  // Plain metrics stay: references to them must remain valid.
+  r.counter("kept_total", "Kept.").inc();
+  r.remove_fn("kept_total", {});
+  r.remove_fn("never_registered", {{"x", "y"}});
+  CHECK(sample(r.prometheus_text(), "kept_total") == "1");
+}
+
 TEST_CASE("recording from many threads loses nothing") {
   Registry r;
   auto& c = r.counter("n_total", "n");

@@ -262,6 +262,7 @@ class FeedTest(HubCase):
         target = self.call("GET", "info").json()["last_change"]
         ws = self.connect(last)
         msg, seen = self.until(ws, lambda m, s: m["last"] >= target)
+        self.assertEqual(msg["head"], msg["last"])  # caught up: the hub's log is no further
         self.assertEqual([c["seq"] for c in seen], list(range(last + 1, target + 1)))
         self.assertEqual([c["op"] for c in seen].count("create"), 5)
         self.assertIn("rename", [c["op"] for c in seen])
@@ -272,6 +273,7 @@ class FeedTest(HubCase):
         msg = json.loads(ws.recv())  # nothing changes: a heartbeat within 5 s
         self.assertNotIn("changes", msg)
         self.assertGreaterEqual(msg["last"], last)
+        self.assertGreaterEqual(msg["head"], msg["last"])
         self.error(self.s.get(self.base + "feed", params={"after": last + 1000}), 409, "cursor_ahead")
         self.error(self.s.get(self.base + "feed", params={"after": last}), 400, "websocket_required")
 
