@@ -25,6 +25,8 @@ namespace wire = hub::wire;
 
 namespace spoke_detail {
 
+struct ReadAhead;  // spoke_read.cpp's state of a mount
+
 inline constexpr std::size_t kShadowCacheEntries = 1 << 20;
 // Attributes and directories cached per mount; past this the mount starts
 // over (an LRU is the cache issue's).
@@ -100,6 +102,8 @@ struct Spokes::Mount {
   std::unordered_map<std::uint64_t, wire::FileAttr> attrs;  // guarded by mu, by hub ino
   std::unordered_map<std::uint64_t, Dir> dirs;              // guarded by mu, by hub ino
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const wire::Manifest>> manifests;  // guarded by mu
+  std::size_t manifest_chunks = 0;                      // guarded by mu: chunk references in `manifests`
+  std::shared_ptr<spoke_detail::ReadAhead> read_ahead;  // guarded by mu; made on first read
 
   std::string hub_path(std::string_view rel) const { return rel.empty() ? spec.remote : spec.remote + "/" + std::string(rel); }
   bool connected() const { return feed && feed->connected(); }  // with mu held
