@@ -7,7 +7,7 @@
 #include "gateway/metrics/metrics.hpp"
 
 #include <cstring>
-#include <map>
+#include <algorithm>
 
 namespace weft::hub {
 
@@ -73,16 +73,29 @@ asio::awaitable<rest::Outcome> append_chunks(Request& r, ns::Ino ino, const std:
                                              std::uint64_t& logical) {
   auto manifest = co_await r.s.ns.chunks(r.c.ctx, ino, version);
   if (!manifest) co_return rest::from_ns(manifest.error(), display + " version " + std::to_string(version));
-  std::map<ns::Sha256, const ns::ChunkInfo*> by_digest;
-  for (const auto& c : *manifest) by_digest.emplace(c.sha256, &c);
-  std::vector<const ns::ChunkInfo*> plan;
+  // One pass over the manifest, looking each chunk up among the few wanted
+  // (a large file's manifest holds tens of thousands; a request, a batch).
+  std::vector<std::pair<ns::Sha256, std::size_t>> by_digest;  // (digest, position in the request)
+  for (std::size_t i = 0; i < wanted.size(); ++i) by_digest.emplace_back(wanted[i], i);
+  std::sort(by_digest.begin(), by_digest.end());
+  std::vector<const ns::ChunkInfo*> plan(wanted.size(), nullptr);
+  std::size_t found = 0;
+  for (const auto& c : *manifest) {
+    auto [from, to] = std::equal_range(by_digest.begin(), by_digest.end(), std::pair{c.sha256, std::size_t{0}},
+                                       [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto it = from; it != to; ++it)
+      if (!plan[it->second]) {
+        plan[it->second] = &c;
+        ++found;
+      }
+    if (found == wanted.size()) break;
+  }
   std::uint64_t bytes = 0;
-  for (const auto& d : wanted) {
-    auto it = by_digest.find(d);
-    if (it == by_digest.end())
-      co_return rest::not_found("chunk " + wire::to_hex(d) + " is not in " + display + " version " + std::to_string(version));
-    plan.push_back(it->second);
-    bytes += it->second->length;
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    if (!plan[i])
+      co_return rest::not_found("chunk " + wire::to_hex(wanted[i]) + " is not in " + display + " version " +
+                                std::to_string(version));
+    bytes += plan[i]->length;
   }
   logical += bytes;
   if (logical > kMaxBatchBytes)
