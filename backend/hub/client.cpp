@@ -237,7 +237,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
     if (!res) co_return res.error();
     if (res->result_int() >= 400) co_return refusal(*res, nlohmann::json::parse(res->body(), nullptr, false));
     wire::FrameReader reader;
-    reader.append(res->body());
+    reader.append(std::move(res->body()));
     std::optional<wire::Error> error;
     for (std::size_t i = 0; i < chunks.size(); ++i) {
       auto frame = reader.next(&error);

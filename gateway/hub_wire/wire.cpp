@@ -116,13 +116,23 @@ void append_reference(std::string& out, const Digest& digest, std::uint32_t leng
   put_head(out, Kind::reference, digest, length);
 }
 
-std::optional<Frame> FrameReader::next(std::optional<Error>* error) {
-  *error = std::nullopt;
+void FrameReader::append(std::string_view bytes) {
   // Drop what was consumed once it is most of the buffer (amortised O(1)).
   if (pos_ > 0 && pos_ * 2 >= buffer_.size()) {
     buffer_.erase(0, pos_);
     pos_ = 0;
   }
+  buffer_.append(bytes);
+}
+
+void FrameReader::append(std::string&& bytes) {
+  if (!empty()) return append(std::string_view(bytes));
+  buffer_ = std::move(bytes);
+  pos_ = 0;
+}
+
+std::optional<Frame> FrameReader::next(std::optional<Error>* error) {
+  *error = std::nullopt;
   const std::size_t avail = buffer_.size() - pos_;
   if (avail < kHead) return std::nullopt;
   const char* p = buffer_.data() + pos_;
