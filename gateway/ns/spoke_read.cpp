@@ -154,7 +154,7 @@ struct BatchSlot {
 asio::awaitable<cache::Result<cache::Bytes>> get_chunk(std::shared_ptr<cache::ChunkCache> chunks, BatchSlot slot) {
   const cache::Digest digest = slot.batch->refs[slot.index].digest;
   cache::ChunkCache::Fetch fetch = [slot] { return fetch_from_batch(slot.batch, slot.index); };
-  auto op = chunks->get_or_fetch(digest, std::move(fetch));
+  auto op = chunks->get_or_fetch(digest, std::move(fetch), cache::ChunkCache::Fetched::checked);
   co_return co_await std::move(op);
 }
 

@@ -179,3 +179,28 @@ TEST_CASE("chunk cache: concurrent misses of one chunk run one fetch; errors and
   CHECK(fetches == 3);
   CHECK_FALSE(c.get(other));
 }
+
+TEST_CASE("chunk cache: a fetch that checked its bytes itself is stored as it came") {
+  auto cache = ChunkCache::open(ChunkCacheOptions{});
+  REQUIRE(cache.has_value());
+  auto& c = **cache;
+  asio::io_context io;
+  int fetches = 0;
+  const std::string content = chunk(7, 3000);
+  const Digest d = digest_of(content);
+  ChunkCache::Fetch checked = [&]() -> asio::awaitable<Result<std::string>> {
+    fetches++;
+    co_return content;
+  };
+  for (int round = 0; round < 2; ++round) {
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+      auto r = co_await c.get_or_fetch(d, checked, ChunkCache::Fetched::checked);
+      REQUIRE(r.has_value());
+      CHECK(**r == content);
+    }, asio::detached);
+    io.run();
+    io.restart();
+  }
+  CHECK(fetches == 1);  // the second came from RAM
+  CHECK(c.get(d));
+}
