@@ -226,6 +226,13 @@ Bytes ChunkCache::get(const Digest& d) {
   return bytes;
 }
 
+ChunkCache::Held ChunkCache::holds(const Digest& d) const {
+  std::lock_guard lock(mu_);
+  if (ram_.index.contains(d)) return Held::ram;
+  if (ssd_.index.contains(d)) return Held::ssd;
+  return Held::no;
+}
+
 bool ChunkCache::put(const Digest& d, std::string bytes) {
   if (sha256(bytes) != d) return false;
   auto shared = std::make_shared<const std::string>(std::move(bytes));

@@ -63,6 +63,10 @@ class ChunkCache {
 
   // A cached chunk (RAM, else SSD, then promoted to RAM), or null.
   Bytes get(const Digest& digest);
+  // Which tier holds a chunk, without reading it (an SSD file may still turn
+  // out damaged when read).
+  enum class Held { no, ram, ssd };
+  Held holds(const Digest& digest) const;
   // Stores a chunk; false (nothing stored) when bytes do not match digest.
   bool put(const Digest& digest, std::string bytes);
   // The chunk: cached, or fetched once for every concurrent caller. The

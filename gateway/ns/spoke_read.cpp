@@ -506,12 +506,13 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
     b->dir = dir;
     return b;
   };
-  // Batches of consecutive chunks neither cached nor asked for already.
+  // Batches of consecutive chunks neither cached nor asked for already
+  // (whether a tier holds one is asked without reading it).
   std::vector<BatchSlot> slots(ahead_to - first);
   std::shared_ptr<ChunkBatch> batch;
   std::uint64_t batch_bytes = 0;
   for (std::size_t i = std::max(first, std::min(scheduled_to, last)); i < ahead_to; ++i) {
-    if (i < scheduled_to || st.chunks->get(chunks[i].digest)) {
+    if (i < scheduled_to || st.chunks->holds(chunks[i].digest) != cache::ChunkCache::Held::no) {
       batch.reset();
       continue;
     }

@@ -56,7 +56,12 @@ TEST_CASE("chunk cache: RAM within its budget, victims move to the SSD tier and 
   CHECK(s.ssd_bytes <= 5000);
   CHECK(s.ssd_chunks == 5);
   CHECK(s.evictions == 0);
-  // The newest are in RAM, the next in SSD files.
+  // The newest are in RAM, the next in SSD files; holds() says which
+  // without reading them.
+  CHECK(c.holds(digest_of(chunk(7))) == ChunkCache::Held::ram);
+  CHECK(c.holds(digest_of(chunk(3))) == ChunkCache::Held::ssd);
+  CHECK(c.holds(digest_of(chunk(100))) == ChunkCache::Held::no);
+  CHECK(c.stats().ssd_hits == 0);
   auto hot = c.get(digest_of(chunk(7)));
   REQUIRE(hot);
   CHECK(*hot == chunk(7));
