@@ -175,6 +175,10 @@ struct ReadAhead {
     std::size_t last = 0;
     std::size_t manifests_to = 0;  // entries before these had their manifests asked for
     std::size_t chunks_to = 0;     // and their chunks
+    // Bytes of the files fetched ahead whole before each entry, as of the
+    // mount's `epoch` (any change may have changed the listing).
+    std::vector<std::uint64_t> bytes_before;
+    std::uint64_t epoch = 0;
   };
   std::unordered_map<std::uint64_t, Stream> streams;  // by the directory's hub inode
   // Manifests being fetched ahead, by (hub inode, version): a reader waits
@@ -398,37 +402,47 @@ void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, c
     auto [it, fresh] = ra.streams.try_emplace(parent->hub_ino);
     ReadAhead::Stream& s = it->second;
     if (fresh || k > s.last + kStreamSlack || k + kStreamSlack < s.last) {
-      s = ReadAhead::Stream{k, 0, 0};  // a new stream, or a jump: wait for the next file in order
+      s = ReadAhead::Stream{k, 0, 0, {}, 0};  // a new stream, or a jump: wait for the next file in order
       return;
     }
     if (k <= s.last) return;  // a parallel reader slightly behind
     s.last = k;
-    // The files from this one to the end of the manifest window; where the
-    // chunk window ends.
-    const std::uint64_t window = window_bytes(m);
-    std::vector<AheadFile> files;
-    std::uint64_t ahead = 0;
-    std::size_t j = k, chunks_end = 0;
-    for (; j < listing.size() && j < k + kMaxFilesAhead && ahead < kManifestWindows * window; ++j) {
+    // The file at a position, when it is one to fetch ahead.
+    auto file_at = [&](std::size_t j) -> std::optional<AheadFile> {
       auto a = m.attrs.find(listing[j].second);
       if (a == m.attrs.end() || type_of(a->second.type) != FileType::regular || a->second.version == 0 || a->second.size == 0)
-        continue;
-      const bool whole = a->second.size <= kWholeFileBytes;
-      if (j > k && whole) ahead += a->second.size;
-      if (!chunks_end && ahead >= window) chunks_end = j + 1;
-      files.push_back(AheadFile{j, listing[j].first, a->first, a->second.version, a->second.size, whole, nullptr});
+        return std::nullopt;
+      return AheadFile{j, listing[j].first, a->first, a->second.version, a->second.size,
+                       a->second.size <= kWholeFileBytes, nullptr};
+    };
+    // Where the windows end: past the entry whose whole-file bytes after
+    // this one reach the window (prefix sums, kept while nothing changed).
+    if (s.epoch != m.epoch || s.bytes_before.size() != listing.size() + 1) {
+      s.epoch = m.epoch;
+      s.bytes_before.assign(1, 0);
+      for (std::size_t j = 0; j < listing.size(); ++j) {
+        auto f = file_at(j);
+        s.bytes_before.push_back(s.bytes_before.back() + (f && f->whole ? f->size : 0));
+      }
     }
-    const bool to_the_end = j == listing.size();
-    if (!chunks_end) chunks_end = j;
+    const std::uint64_t window = window_bytes(m);
+    auto window_end = [&](std::uint64_t bytes) {
+      const auto from = s.bytes_before.begin() + static_cast<std::ptrdiff_t>(k + 1);
+      const auto at = std::lower_bound(from, s.bytes_before.end(), *from + bytes);
+      const std::size_t end = at == s.bytes_before.end() ? listing.size() : static_cast<std::size_t>(at - s.bytes_before.begin());
+      return std::min(end, k + kMaxFilesAhead);
+    };
+    const std::size_t chunks_end = window_end(window);
+    const std::size_t manifests_end = std::max(chunks_end, window_end(kManifestWindows * window));
     // Manifests not cached or asked for, once there are enough of them to be
     // worth a request or the chunk window needs one.
     std::vector<AheadFile> need;
-    bool needed_now = to_the_end;
-    for (const auto& f : files) {
-      if (f.position < s.manifests_to || cached_manifest(m, f) || ra.manifests_in_flight.contains({f.hub_ino, f.version}))
-        continue;
-      need.push_back(f);
-      needed_now = needed_now || f.position < chunks_end;
+    bool needed_now = manifests_end == listing.size();
+    for (std::size_t j = std::max(k, s.manifests_to); j < manifests_end; ++j) {
+      auto f = file_at(j);
+      if (!f || cached_manifest(m, *f) || ra.manifests_in_flight.contains({f->hub_ino, f->version})) continue;
+      needed_now = needed_now || j < chunks_end;
+      need.push_back(std::move(*f));
     }
     if (!need.empty() && (needed_now || need.size() >= kManifestBatch)) {
       for (std::size_t i = 0; i < need.size(); i += hub::Client::kMaxManifests) {
@@ -437,7 +451,7 @@ void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, c
         auto flight = manifests_in_flight(m, part);
         manifest_jobs.emplace_back(std::move(part), std::move(flight));
       }
-      s.manifests_to = j;
+      s.manifests_to = manifests_end;
     }
     // Chunks of the chunk window's files not fetched ahead yet, in groups of
     // about a batch; a last group smaller than that waits until the window
@@ -449,12 +463,12 @@ void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, c
       chunk_jobs.push_back(std::exchange(group, {}));
       group_bytes = 0;
     };
-    for (const auto& f : files) {
-      if (f.position >= chunks_end) break;
-      if (f.position < s.chunks_to || !f.whole) continue;
-      group.push_back(f);
-      group_bytes += f.size;
-      if (group_bytes >= kBatchBytes) close_group(f.position + 1);
+    for (std::size_t j = std::max(k, s.chunks_to); j < chunks_end; ++j) {
+      auto f = file_at(j);
+      if (!f || !f->whole) continue;
+      group_bytes += f->size;
+      group.push_back(std::move(*f));
+      if (group_bytes >= kBatchBytes) close_group(j + 1);
     }
     if (!group.empty() && chunks_end == listing.size()) close_group(chunks_end);
   }
