@@ -299,8 +299,10 @@ std::shared_ptr<const wire::Manifest> cached_manifest(Mount& m, const AheadFile&
 }
 
 // Fetches the manifests of `files` in one request and caches them, then
-// wakes whoever waits for them (`flight`, registered for each).
-asio::awaitable<void> fetch_manifests(Mount* m, std::string dir, std::vector<AheadFile> files, std::shared_ptr<Flight> flight) {
+// wakes whoever waits for them (`flight`, registered for each). `st` keeps
+// the mount alive meanwhile.
+asio::awaitable<void> fetch_manifests(std::shared_ptr<State> st, Mount* m, std::string dir, std::vector<AheadFile> files,
+                                      std::shared_ptr<Flight> flight) {
   std::vector<std::string> names;
   for (const auto& f : files) names.push_back(f.name);
   const auto began = std::chrono::steady_clock::now();
@@ -354,7 +356,7 @@ asio::awaitable<void> fetch_chunks_ahead(std::shared_ptr<State> st, Mount* m, st
     if (!unknown.empty()) own = manifests_in_flight(*m, unknown);
   }
   if (own) {
-    auto op = fetch_manifests(m, dir, std::move(unknown), own);
+    auto op = fetch_manifests(st, m, dir, std::move(unknown), own);
     co_await std::move(op);
   }
   for (auto& w : waits) co_await w->wait();
@@ -474,7 +476,7 @@ void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, c
   }
   const std::string dir = m.hub_path(parent->path);
   for (auto& [files, flight] : manifest_jobs)
-    asio::co_spawn(st->executor, fetch_manifests(&m, dir, std::move(files), std::move(flight)), asio::detached);
+    asio::co_spawn(st->executor, fetch_manifests(st, &m, dir, std::move(files), std::move(flight)), asio::detached);
   for (auto& files : chunk_jobs)
     asio::co_spawn(st->executor, fetch_chunks_ahead(st, &m, dir, std::move(files)), asio::detached);
 }
