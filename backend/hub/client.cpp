@@ -151,7 +151,9 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
                                                                        std::string_view body, bool idempotent,
                                                                        std::string_view content_type = kOctets) {
     for (int attempt = 0;; ++attempt) {
-      auto c = take_idle();
+      // A retry connects afresh: the other idle connections are as old as
+      // the one that turned out closed.
+      auto c = attempt == 0 ? take_idle() : nullptr;
       const bool reused = c != nullptr;
       if (!c) {
         auto fresh = co_await connect();

@@ -196,6 +196,23 @@ TEST_CASE("manifests and fetch_files: many files of one directory in few request
   CHECK(wrong.error().status == 404);
 }
 
+TEST_CASE("idle connections the link dropped meanwhile are replaced, however many there are") {
+  Loop loop;
+  auto o = options(env("WEFT_HUB_WAN_URL"));
+  o.connections = 6;
+  o.batch_bytes = 1 << 20;
+  auto c = client(loop, o);
+  auto m = loop.wait(c->manifest("data/seed/big.bin", 0));
+  REQUIRE(m.has_value());
+  REQUIRE(loop.wait(c->fetch("data/seed/big.bin", m->version, m->chunks)).has_value());  // leaves several idle
+  emulator("cut");
+  auto a = loop.wait(c->attr("data/seed/big.bin"));
+  const std::string why = a ? "" : a.error().message;
+  REQUIRE_MESSAGE(a.has_value(), why);
+  auto again = loop.wait(c->fetch("data/seed/big.bin", m->version, m->chunks));
+  CHECK(again.has_value());
+}
+
 TEST_CASE("commits send only what the hub lacks; a stale base conflicts") {
   Loop loop;
   auto c = client(loop, options(env("WEFT_HUB_URL")));
