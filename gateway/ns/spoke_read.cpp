@@ -446,7 +446,7 @@ void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, c
       needed_now = needed_now || j < chunks_end;
       need.push_back(std::move(*f));
     }
-    if (!need.empty() && (needed_now || need.size() >= kManifestBatch)) {
+    if (need.empty() || needed_now || need.size() >= kManifestBatch) {
       for (std::size_t i = 0; i < need.size(); i += hub::Client::kMaxManifests) {
         std::vector<AheadFile> part(need.begin() + static_cast<std::ptrdiff_t>(i),
                                     need.begin() + static_cast<std::ptrdiff_t>(std::min(need.size(), i + hub::Client::kMaxManifests)));
@@ -454,6 +454,8 @@ void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, c
         manifest_jobs.emplace_back(std::move(part), std::move(flight));
       }
       s.manifests_to = manifests_end;
+    } else {
+      s.manifests_to = need.front().position;  // the next open looks from there
     }
     // Chunks of the chunk window's files not fetched ahead yet, in groups of
     // about a batch; a last group smaller than that waits until the window
