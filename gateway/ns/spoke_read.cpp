@@ -376,6 +376,16 @@ asio::awaitable<void> fetch_chunks_ahead(std::shared_ptr<State> st, Mount* m, st
     asio::co_spawn(st->executor, prefetch_chunk(st->chunks, BatchSlot{batch, i}), asio::detached);
 }
 
+// With m.mu held: whether every chunk of a file is in the RAM tier already
+// (read again: nothing to fetch or bring up from the SSD tier).
+bool in_ram(State& st, Mount& m, const AheadFile& f) {
+  auto man = cached_manifest(m, f);
+  if (!man) return false;
+  for (const auto& c : man->chunks)
+    if (st.chunks->holds(c.digest) != cache::ChunkCache::Held::ram) return false;
+  return true;
+}
+
 // A file of a mount is about to be read from its start. When it follows the
 // previous one of its directory in listing order, what comes next is
 // fetched ahead: the chunks of about a readahead window of files, and
@@ -469,7 +479,10 @@ void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, c
     };
     for (std::size_t j = std::max(k, s.chunks_to); j < chunks_end; ++j) {
       auto f = file_at(j);
-      if (!f || !f->whole) continue;
+      if (!f || !f->whole || in_ram(*st, m, *f)) {
+        if (group.empty()) s.chunks_to = j + 1;  // nothing to fetch up to here
+        continue;
+      }
       group_bytes += f->size;
       group.push_back(std::move(*f));
       if (group_bytes >= kBatchBytes) close_group(j + 1);
