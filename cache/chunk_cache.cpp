@@ -7,6 +7,7 @@
 #include <openssl/sha.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -166,9 +167,20 @@ void ChunkCache::demote(std::vector<std::pair<Digest, Bytes>> victims) {
 }
 
 Bytes ChunkCache::read_ssd(const Digest& d) {
-  std::ifstream in(file_of(d), std::ios::binary);
-  if (!in) return nullptr;
-  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  // One read of the whole file (a chunk is at most a few hundred KiB).
+  const int fd = ::open(file_of(d).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  struct stat st {};
+  std::string bytes;
+  if (::fstat(fd, &st) == 0) bytes.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(got);
   if (sha256(bytes) != d) {
     std::lock_guard lock(mu_);
     if (auto it = ssd_.index.find(d); it != ssd_.index.end()) {
@@ -214,6 +226,13 @@ Bytes ChunkCache::get(const Digest& d) {
   return bytes;
 }
 
+ChunkCache::Held ChunkCache::holds(const Digest& d) const {
+  std::lock_guard lock(mu_);
+  if (ram_.index.contains(d)) return Held::ram;
+  if (ssd_.index.contains(d)) return Held::ssd;
+  return Held::no;
+}
+
 bool ChunkCache::put(const Digest& d, std::string bytes) {
   if (sha256(bytes) != d) return false;
   auto shared = std::make_shared<const std::string>(std::move(bytes));
@@ -226,7 +245,7 @@ bool ChunkCache::put(const Digest& d, std::string bytes) {
   return true;
 }
 
-asio::awaitable<Result<Bytes>> ChunkCache::get_or_fetch(const Digest& d, Fetch fetch) {
+asio::awaitable<Result<Bytes>> ChunkCache::get_or_fetch(const Digest& d, Fetch fetch, Fetched fetched_as) {
   if (Bytes hit = get(d)) co_return hit;
   std::shared_ptr<Flight> flight;
   std::shared_ptr<Channel> wait;
@@ -252,7 +271,7 @@ asio::awaitable<Result<Bytes>> ChunkCache::get_or_fetch(const Digest& d, Fetch f
   std::vector<std::pair<Digest, Bytes>> victims;
   if (!fetched) {
     result = fetched.error();
-  } else if (sha256(*fetched) == d) {
+  } else if (fetched_as == Fetched::checked || sha256(*fetched) == d) {
     auto bytes = std::make_shared<const std::string>(std::move(*fetched));
     result = bytes;
     std::lock_guard lock(mu_);

@@ -9,8 +9,9 @@
 // Contract:
 //  - Thread-safe; get_or_fetch may be awaited from any executor.
 //  - What it returns always hashes to the digest asked for: put() and
-//    fetched chunks are checked before they are stored, SSD files when read
-//    back (a damaged file is dropped and counts as a miss).
+//    fetched chunks are checked before they are stored (unless the fetch
+//    checked them itself, Fetched::checked), SSD files when read back (a
+//    damaged file is dropped and counts as a miss).
 //  - The SSD directory is the cache's own; what it holds survives restarts
 //    (re-indexed by open(), oldest first).
 // Lock order: mu_ only; fetches run without it.
@@ -62,13 +63,21 @@ class ChunkCache {
 
   // A cached chunk (RAM, else SSD, then promoted to RAM), or null.
   Bytes get(const Digest& digest);
+  // Which tier holds a chunk, without reading it (an SSD file may still turn
+  // out damaged when read).
+  enum class Held { no, ram, ssd };
+  Held holds(const Digest& digest) const;
   // Stores a chunk; false (nothing stored) when bytes do not match digest.
   bool put(const Digest& digest, std::string bytes);
   // The chunk: cached, or fetched once for every concurrent caller. The
   // fetch's error is every waiter's error; a fetched chunk that does not
   // match the digest is std::errc::bad_message.
   using Fetch = std::function<boost::asio::awaitable<Result<std::string>>()>;
-  boost::asio::awaitable<Result<Bytes>> get_or_fetch(const Digest& digest, Fetch fetch);
+  // `checked`: the fetch verifies what it returns against the digest (the
+  // hub client checks every chunk it receives), so it is not hashed twice.
+  enum class Fetched { unchecked, checked };
+  boost::asio::awaitable<Result<Bytes>> get_or_fetch(const Digest& digest, Fetch fetch,
+                                                     Fetched fetched = Fetched::unchecked);
 
   ChunkCacheStats stats() const;
 

@@ -14,6 +14,7 @@
 #include <openssl/evp.h>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 
@@ -31,6 +32,8 @@ constexpr auto kUse = asio::as_tuple(asio::use_awaitable);
 // A chunks response: 64 MiB of chunks at most (the hub's limit) plus frame heads.
 constexpr std::uint64_t kResponseLimit = 80ull << 20;
 constexpr std::size_t kMaxBatchChunks = 1024;
+constexpr std::string_view kOctets = "application/octet-stream";
+constexpr std::string_view kJson = "application/json";
 
 Error failure(Error::Kind kind, std::string message) {
   Error e;
@@ -146,9 +149,12 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
   // hub closed meanwhile fails before the hub saw the request; idempotent
   // requests are then sent once more on a fresh connection.
   asio::awaitable<Result<bhttp::response<bhttp::string_body>>> request(bhttp::verb verb, std::string_view target,
-                                                                       std::string_view body, bool idempotent) {
+                                                                       std::string_view body, bool idempotent,
+                                                                       std::string_view content_type = kOctets) {
     for (int attempt = 0;; ++attempt) {
-      auto c = take_idle();
+      // A retry connects afresh: the other idle connections are as old as
+      // the one that turned out closed.
+      auto c = attempt == 0 ? take_idle() : nullptr;
       const bool reused = c != nullptr;
       if (!c) {
         auto fresh = co_await connect();
@@ -160,7 +166,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
       req.set(bhttp::field::authorization, authorization);
       req.set("Weft-Region", opt.region);
       req.set(bhttp::field::user_agent, "weft-spoke");
-      if (!body.empty()) req.set(bhttp::field::content_type, "application/octet-stream");
+      if (!body.empty()) req.set(bhttp::field::content_type, beast::string_view(content_type.data(), content_type.size()));
       req.body().assign(body);
       req.prepare_payload();
       req.keep_alive(true);
@@ -191,9 +197,10 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
 
   // A call answered with JSON; a hub error becomes Error::refused.
   asio::awaitable<Result<Json>> json_call(bhttp::verb verb, std::string_view target,
-                                                    std::string_view body = {}) {
-    const bool idempotent = verb == bhttp::verb::get;
-    auto res = co_await request(verb, target, body, idempotent);
+                                                    std::string_view body = {}, std::string_view content_type = kOctets,
+                                                    bool idempotent = false) {
+    idempotent = idempotent || verb == bhttp::verb::get;
+    auto res = co_await request(verb, target, body, idempotent, content_type);
     if (!res) co_return res.error();
     auto j = nlohmann::json::parse(res->body(), nullptr, false);
     if (res->result_int() >= 400) co_return refusal(*res, j);
@@ -225,19 +232,16 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
     return t;
   }
 
-  // One batch: the frames of `chunks`, decoded and checked into `out`.
-  asio::awaitable<std::optional<Error>> fetch_batch(const std::string& path_query, std::span<const wire::ChunkRef> chunks,
-                                                   std::span<std::string> out) {
-    std::string body;
-    body.reserve(chunks.size() * 32);
-    for (const auto& c : chunks) body.append(reinterpret_cast<const char*>(c.digest.data()), c.digest.size());
-    const std::string call_target = target("chunks", path_query);
+  // One batch: the frames of `chunks`, asked for by a POST of `body` to
+  // `call_target`, decoded and checked into `out`.
+  asio::awaitable<std::optional<Error>> fetch_batch(const std::string& call_target, const std::string& body,
+                                                   std::span<const wire::ChunkRef> chunks, std::span<std::string> out) {
     auto res = co_await request(bhttp::verb::post, call_target, body, true);
     if (!res) co_return res.error();
     if (res->result_int() >= 400) co_return refusal(*res, nlohmann::json::parse(res->body(), nullptr, false));
     chunk_wire_in += res->body().size();
     wire::FrameReader reader;
-    reader.append(res->body());
+    reader.append(std::move(res->body()));
     std::optional<wire::Error> error;
     for (std::size_t i = 0; i < chunks.size(); ++i) {
       auto frame = reader.next(&error);
@@ -253,6 +257,66 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
     }
     if (!reader.empty()) co_return failure(Error::Kind::protocol, "the hub sent more than asked");
     co_return std::nullopt;
+  }
+
+  // The request (target, body) that asks for chunks [first, last) of a fetch.
+  using BatchRequest = std::function<std::pair<std::string, std::string>(std::size_t first, std::size_t last)>;
+
+  // The bytes of `chunks`, in batches of about batch_bytes taken by up to
+  // `connections` workers.
+  asio::awaitable<Result<std::vector<std::string>>> fetch_batches(std::span<const wire::ChunkRef> chunks,
+                                                                  const BatchRequest& make_request) {
+    std::vector<std::pair<std::size_t, std::size_t>> batches;  // [first, last)
+    for (std::size_t i = 0; i < chunks.size();) {
+      std::size_t j = i;
+      std::uint64_t bytes = 0;
+      while (j < chunks.size() && j - i < kMaxBatchChunks && (j == i || bytes + chunks[j].length <= opt.batch_bytes))
+        bytes += chunks[j++].length;
+      batches.emplace_back(i, j);
+      i = j;
+    }
+    std::vector<std::string> out(chunks.size());
+    if (batches.empty()) co_return out;
+    const std::size_t workers = std::min(opt.connections, batches.size());
+    // What the workers share; it lives here while this coroutine waits for them.
+    struct Shared {
+      std::atomic<std::size_t> next{0};
+      std::mutex error_mu;
+      std::optional<Error> first_error;
+    } shared;
+    asio::experimental::concurrent_channel<void(error_code)> done(ex, workers);
+    // A coroutine lambda keeps its captures in the lambda object, which would
+    // die before the coroutine: everything is passed as parameters instead,
+    // which the coroutine frame owns.
+    auto worker = [](std::shared_ptr<Impl> impl, const BatchRequest& make_request,
+                     const std::vector<std::pair<std::size_t, std::size_t>>& batches,
+                     std::span<const wire::ChunkRef> chunks, std::span<std::string> out,
+                     Shared& shared) -> asio::awaitable<void> {
+      for (;;) {
+        const std::size_t b = shared.next.fetch_add(1);
+        if (b >= batches.size()) break;
+        {
+          std::lock_guard lock(shared.error_mu);
+          if (shared.first_error) break;
+        }
+        auto [first, last] = batches[b];
+        const auto [call_target, body] = make_request(first, last);
+        auto err = co_await impl->fetch_batch(call_target, body, chunks.subspan(first, last - first),
+                                              out.subspan(first, last - first));
+        if (err) {
+          std::lock_guard lock(shared.error_mu);
+          if (!shared.first_error) shared.first_error = std::move(*err);
+          break;
+        }
+      }
+    };
+    for (std::size_t w = 0; w < workers; ++w) {
+      asio::co_spawn(ex, worker(shared_from_this(), make_request, batches, chunks, out, shared),
+                     [&done](std::exception_ptr) { done.try_send(error_code{}); });
+    }
+    for (std::size_t w = 0; w < workers; ++w) co_await done.async_receive(kUse);
+    if (shared.first_error) co_return *shared.first_error;
+    co_return out;
   }
 };
 
@@ -339,60 +403,73 @@ asio::awaitable<Result<wire::Manifest>> Client::manifest(std::string path, std::
   }
 }
 
+asio::awaitable<Result<Manifests>> Client::manifests(std::string dir, std::vector<std::string> names) {
+  if (names.empty() || names.size() > kMaxManifests)
+    co_return failure(Error::Kind::protocol, "manifests: 1 to " + std::to_string(kMaxManifests) + " names");
+  const std::string body = nlohmann::json{{"names", names}}.dump();
+  const std::string call_target = impl_->target("manifests", "path=" + encode_query_value(dir));
+  auto j = co_await impl_->json_call(bhttp::verb::post, call_target, body, kJson, true);
+  if (!j) co_return j.error();
+  Manifests out;
+  try {
+    for (const auto& e : j->value.at("entries")) {
+      NamedManifest m;
+      m.name = e.at("name").get<std::string>();
+      if (e.contains("error")) {
+        Error err = failure(Error::Kind::refused, e["error"].at("message").get<std::string>());
+        err.code = e["error"].at("code").get<std::string>();
+        m.error = std::move(err);
+      } else {
+        m.attr = e.at("attr").get<wire::FileAttr>();
+        m.manifest = e.at("manifest").get<wire::Manifest>();
+      }
+      out.entries.push_back(std::move(m));
+    }
+    out.last_change = j->value.at("last_change").get<std::uint64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    co_return failure(Error::Kind::protocol, std::string("bad manifests from the hub: ") + e.what());
+  }
+  if (out.entries.size() != names.size()) co_return failure(Error::Kind::protocol, "the hub answered other names than asked");
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (out.entries[i].name != names[i]) co_return failure(Error::Kind::protocol, "the hub answered other names than asked");
+  co_return out;
+}
+
 asio::awaitable<Result<std::vector<std::string>>> Client::fetch(std::string path, std::uint64_t version,
                                                                 std::vector<wire::ChunkRef> chunks) {
-  // Batches of about batch_bytes, taken by up to `connections` workers.
-  std::vector<std::pair<std::size_t, std::size_t>> batches;  // [first, last)
-  for (std::size_t i = 0; i < chunks.size();) {
-    std::size_t j = i;
-    std::uint64_t bytes = 0;
-    while (j < chunks.size() && j - i < kMaxBatchChunks && (j == i || bytes + chunks[j].length <= impl_->opt.batch_bytes))
-      bytes += chunks[j++].length;
-    batches.emplace_back(i, j);
-    i = j;
-  }
-  std::vector<std::string> out(chunks.size());
-  if (batches.empty()) co_return out;
-  const std::string query = "path=" + encode_query_value(path) + "&version=" + std::to_string(version);
-  const std::size_t workers = std::min(impl_->opt.connections, batches.size());
-  // What the workers share; it lives here while this coroutine waits for them.
-  struct Shared {
-    std::atomic<std::size_t> next{0};
-    std::mutex error_mu;
-    std::optional<Error> first_error;
-  } shared;
-  asio::experimental::concurrent_channel<void(error_code)> done(impl_->ex, workers);
-  // A coroutine lambda keeps its captures in the lambda object, which would
-  // die before the coroutine: everything is passed as parameters instead,
-  // which the coroutine frame owns.
-  auto worker = [](std::shared_ptr<Impl> impl, const std::string& query,
-                   const std::vector<std::pair<std::size_t, std::size_t>>& batches,
-                   std::span<const wire::ChunkRef> chunks, std::span<std::string> out,
-                   Shared& shared) -> asio::awaitable<void> {
-    for (;;) {
-      const std::size_t b = shared.next.fetch_add(1);
-      if (b >= batches.size()) break;
-      {
-        std::lock_guard lock(shared.error_mu);
-        if (shared.first_error) break;
-      }
-      auto [first, last] = batches[b];
-      auto err = co_await impl->fetch_batch(query, chunks.subspan(first, last - first),
-                                            out.subspan(first, last - first));
-      if (err) {
-        std::lock_guard lock(shared.error_mu);
-        if (!shared.first_error) shared.first_error = std::move(*err);
-        break;
-      }
-    }
+  const std::string call_target =
+      impl_->target("chunks", "path=" + encode_query_value(path) + "&version=" + std::to_string(version));
+  const Impl::BatchRequest make_request = [&](std::size_t first, std::size_t last) {
+    std::string body;
+    body.reserve((last - first) * 32);
+    for (std::size_t i = first; i < last; ++i)
+      body.append(reinterpret_cast<const char*>(chunks[i].digest.data()), chunks[i].digest.size());
+    return std::pair{call_target, std::move(body)};
   };
-  for (std::size_t w = 0; w < workers; ++w) {
-    asio::co_spawn(impl_->ex, worker(impl_, query, batches, chunks, out, shared),
-                   [&done](std::exception_ptr) { done.try_send(error_code{}); });
-  }
-  for (std::size_t w = 0; w < workers; ++w) co_await done.async_receive(kUse);
-  if (shared.first_error) co_return *shared.first_error;
-  co_return out;
+  co_return co_await impl_->fetch_batches(chunks, make_request);
+}
+
+asio::awaitable<Result<std::vector<std::string>>> Client::fetch_files(std::string dir, std::vector<FileChunks> files) {
+  // The chunks in one list, each with the file it belongs to.
+  std::vector<wire::ChunkRef> chunks;
+  std::vector<std::size_t> file_of;
+  for (std::size_t f = 0; f < files.size(); ++f)
+    for (const auto& c : files[f].chunks) {
+      chunks.push_back(c);
+      file_of.push_back(f);
+    }
+  const std::string call_target = impl_->target("dir_chunks", "path=" + encode_query_value(dir));
+  const Impl::BatchRequest make_request = [&](std::size_t first, std::size_t last) {
+    nlohmann::json list = nlohmann::json::array();
+    for (std::size_t i = first; i < last; ++i) {
+      const FileChunks& f = files[file_of[i]];
+      if (i == first || file_of[i] != file_of[i - 1])
+        list.push_back({{"name", f.name}, {"version", f.version}, {"chunks", nlohmann::json::array()}});
+      list.back()["chunks"].push_back(wire::to_hex(chunks[i].digest));
+    }
+    return std::pair{call_target, nlohmann::json{{"files", std::move(list)}}.dump()};
+  };
+  co_return co_await impl_->fetch_batches(chunks, make_request);
 }
 
 asio::awaitable<Result<std::vector<bool>>> Client::missing(std::vector<wire::Digest> digests) {

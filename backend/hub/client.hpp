@@ -79,6 +79,27 @@ struct CommitChunk {
   std::string bytes;
 };
 
+// One answer of manifests(): a file's attributes and the manifest of its
+// newest version, or the hub's refusal of that name alone.
+struct NamedManifest {
+  std::string name;
+  std::optional<Error> error;
+  wire::FileAttr attr;
+  wire::Manifest manifest;
+};
+
+struct Manifests {
+  std::vector<NamedManifest> entries;  // in the order asked
+  std::uint64_t last_change = 0;
+};
+
+// Chunks of one file of a directory, for fetch_files().
+struct FileChunks {
+  std::string name;
+  std::uint64_t version = 0;
+  std::vector<wire::ChunkRef> chunks;
+};
+
 struct Stats {
   std::uint64_t requests = 0;
   std::uint64_t wire_bytes_in = 0;     // response bodies as received
@@ -98,10 +119,18 @@ class Client {
   boost::asio::awaitable<Result<Listing>> list(std::string path, std::uint64_t cookie, std::size_t limit);
   // version 0: the current one.
   boost::asio::awaitable<Result<wire::Manifest>> manifest(std::string path, std::uint64_t version);
+  // The newest manifests of files `names` of directory `dir`, in one request
+  // (at most kMaxManifests names).
+  static constexpr std::size_t kMaxManifests = 1000;
+  boost::asio::awaitable<Result<Manifests>> manifests(std::string dir, std::vector<std::string> names);
   // The chunks' bytes in the order asked, fetched in batches of about
   // batch_bytes over up to `connections` connections at once.
   boost::asio::awaitable<Result<std::vector<std::string>>> fetch(std::string path, std::uint64_t version,
                                                                  std::vector<wire::ChunkRef> chunks);
+  // The chunks of several files of directory `dir`, file by file in the
+  // order asked, fetched as fetch() does; a batch may span files (many
+  // small files cost few requests).
+  boost::asio::awaitable<Result<std::vector<std::string>>> fetch_files(std::string dir, std::vector<FileChunks> files);
   // For each digest, whether the hub lacks it.
   boost::asio::awaitable<Result<std::vector<bool>>> missing(std::vector<wire::Digest> digests);
   // A new version of `path` unless it changed since (base_ino, base_version);

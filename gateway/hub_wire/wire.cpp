@@ -7,6 +7,7 @@
 #include <zstd.h>
 
 #include <cstring>
+#include <vector>
 
 namespace weft::hub::wire {
 namespace {
@@ -28,6 +29,18 @@ void put_head(std::string& out, Kind kind, const Digest& digest, std::uint32_t l
   out.append(reinterpret_cast<const char*>(digest.data()), digest.size());
   put_be32(out, length);
 }
+
+// A compression context and output buffer per thread, reused: making and
+// clearing them for every chunk cost more than compressing one that turns
+// out incompressible.
+struct Compressor {
+  Compressor() : ctx(ZSTD_createCCtx()) {}
+  ~Compressor() { ZSTD_freeCCtx(ctx); }
+  Compressor(const Compressor&) = delete;
+  Compressor& operator=(const Compressor&) = delete;
+  ZSTD_CCtx* ctx;
+  std::vector<char> out;
+};
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -80,19 +93,18 @@ std::size_t append_data(std::string& out, const Digest& digest, std::span<const 
   put_head(out, Kind::data, digest, static_cast<std::uint32_t>(chunk.size()));
   out.push_back(static_cast<char>(Codec::zstd));
   put_be32(out, 0);  // the payload length, set below
-  const std::size_t payload_at = out.size();
-  out.resize(payload_at + ZSTD_compressBound(chunk.size()));
-  std::size_t n = ZSTD_compress(out.data() + payload_at, out.size() - payload_at, chunk.data(),
-                                chunk.size(), level);
+  thread_local Compressor zstd;
+  if (zstd.out.size() < ZSTD_compressBound(chunk.size())) zstd.out.resize(ZSTD_compressBound(chunk.size()));
+  std::size_t n = zstd.ctx ? ZSTD_compressCCtx(zstd.ctx, zstd.out.data(), zstd.out.size(), chunk.data(), chunk.size(), level)
+                           : ZSTD_compress(zstd.out.data(), zstd.out.size(), chunk.data(), chunk.size(), level);
   // Incompressible (or a zstd failure, which the raw form does not need):
   // send the bytes as they are rather than pay decompression for nothing.
   if (ZSTD_isError(n) || n + chunk.size() / 32 >= chunk.size()) {
     out[at + kHead] = static_cast<char>(Codec::raw);
-    out.resize(payload_at);
     out.append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
     n = chunk.size();
   } else {
-    out.resize(payload_at + n);
+    out.append(zstd.out.data(), n);
   }
   std::string len;
   put_be32(len, static_cast<std::uint32_t>(n));
@@ -104,13 +116,23 @@ void append_reference(std::string& out, const Digest& digest, std::uint32_t leng
   put_head(out, Kind::reference, digest, length);
 }
 
-std::optional<Frame> FrameReader::next(std::optional<Error>* error) {
-  *error = std::nullopt;
+void FrameReader::append(std::string_view bytes) {
   // Drop what was consumed once it is most of the buffer (amortised O(1)).
   if (pos_ > 0 && pos_ * 2 >= buffer_.size()) {
     buffer_.erase(0, pos_);
     pos_ = 0;
   }
+  buffer_.append(bytes);
+}
+
+void FrameReader::append(std::string&& bytes) {
+  if (!empty()) return append(std::string_view(bytes));
+  buffer_ = std::move(bytes);
+  pos_ = 0;
+}
+
+std::optional<Frame> FrameReader::next(std::optional<Error>* error) {
+  *error = std::nullopt;
   const std::size_t avail = buffer_.size() - pos_;
   if (avail < kHead) return std::nullopt;
   const char* p = buffer_.data() + pos_;

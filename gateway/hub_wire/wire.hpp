@@ -65,7 +65,9 @@ struct Frame {
 // returned; one bad frame makes the whole stream bad (no resynchronising).
 class FrameReader {
  public:
-  void append(std::string_view bytes) { buffer_.append(bytes); }
+  void append(std::string_view bytes);
+  // The same, taking the bytes over when nothing is pending (a whole body).
+  void append(std::string&& bytes);
   // The next complete frame, nullopt when more bytes are needed, or an Error.
   std::optional<Frame> next(std::optional<Error>* error);
   // True when every byte appended has been returned as frames.

@@ -11,7 +11,8 @@
 // name lookups and listings are fetched from the hub on first use and kept
 // in memory until the hub's change feed invalidates them; file content is
 // read per chunk through the tiered chunk cache, with the next chunks of a
-// sequential reader fetched ahead. Everything that would change the hub
+// sequential reader, and the next files of a reader in listing order,
+// fetched ahead. Everything that would change the hub
 // fails with Errc::read_only.
 //
 // Consistency: a cached item is used only while the mount's feed is

@@ -27,6 +27,8 @@ namespace wire = hub::wire;
 
 namespace spoke_detail {
 
+struct ReadAhead;  // spoke_read.cpp's state of a mount
+
 inline constexpr std::size_t kShadowCacheEntries = 1 << 20;
 // Attributes and directories cached per mount; past this the mount starts
 // over (an LRU is the cache issue's).
@@ -109,6 +111,8 @@ struct Spokes::Mount {
   std::unordered_map<std::uint64_t, wire::FileAttr> attrs;  // guarded by mu, by hub ino
   std::unordered_map<std::uint64_t, Dir> dirs;              // guarded by mu, by hub ino
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const wire::Manifest>> manifests;  // guarded by mu
+  std::size_t manifest_chunks = 0;                      // guarded by mu: chunk references in `manifests`
+  std::shared_ptr<spoke_detail::ReadAhead> read_ahead;  // guarded by mu; made on first read
 
   std::string hub_path(std::string_view rel) const { return rel.empty() ? spec.remote : spec.remote + "/" + std::string(rel); }
   bool connected() const { return feed && feed->connected(); }  // with mu held
@@ -220,10 +224,10 @@ void stop_mount(Mount& m);
 // Opens the chunk cache all mounts share unless open (DATA_DIR/spoke-cache)
 // and registers its metrics. With State::change_mu held.
 Status open_cache(const std::shared_ptr<State>& st, const std::filesystem::path& data_dir);
-// Whether a chunk a read of `m` wants is in the shared cache, counted as
-// the mount's hit or miss.
+// Whether a chunk a read of `m` wants is in the shared cache (in any tier,
+// without reading it), counted as the mount's hit or miss.
 inline bool cached(State& st, Mount& m, const wire::ChunkRef& c) {
-  const bool hit = st.chunks->get(c.digest) != nullptr;
+  const bool hit = st.chunks->holds(c.digest) != cache::ChunkCache::Held::no;
   (hit ? m.hits : m.misses)++;
   (hit ? m.hit_bytes : m.miss_bytes) += c.length;
   return hit;

@@ -1,6 +1,9 @@
 // Spoke mounts: content (see spoke.hpp and backend/hub/SPOKES.md). Chunks
 // come through the tiered chunk cache, misses fetched from the hub in
-// batches, a sequential reader's next chunks fetched ahead.
+// batches. Two kinds of readahead, both sized from the link as measured
+// (bandwidth × RTT): a sequential reader's next chunks, and, for a reader
+// that opens a directory's files in listing order (a training data loader),
+// the manifests and chunks of the next files, several files per request.
 #include "gateway/ns/spoke_internal.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -13,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 namespace weft::ns {
 
@@ -20,64 +24,122 @@ using namespace spoke_detail;
 
 namespace {
 
-// How far ahead of a sequential reader chunks are fetched: about a 100 MB/s
-// link's bandwidth-delay product at 50 ms, in about as many requests as the
-// hub client keeps connections for. (The prefetch issue sizes it from
-// measured throughput and RTT.)
-constexpr std::uint64_t kReadaheadBytes = 8ull << 20;
+// Readahead: the link's bandwidth-delay product as measured, times
+// kReadaheadBdps so that batches queued behind each other keep it busy,
+// within these bounds (the lower one until the link is measured).
+constexpr std::uint64_t kMinReadahead = 8ull << 20;
+constexpr std::uint64_t kMaxReadahead = 64ull << 20;
+constexpr double kReadaheadBdps = 8;
+constexpr auto kRateSample = std::chrono::milliseconds(250);
 constexpr std::uint64_t kBatchBytes = 1ull << 20;
-constexpr std::size_t kManifestCacheEntries = 4096;
+// Manifests cached per mount: at most this many chunk references (about
+// 48 bytes each) and manifests; past either the cache starts over.
+constexpr std::size_t kManifestCacheChunks = 1 << 21;
+constexpr std::size_t kManifestCacheEntries = 1 << 20;
+// Reading in listing order: an open within kStreamSlack entries after the
+// previous one continues the stream (readers working in parallel open
+// slightly out of order); a jump starts a new one. Files up to
+// kWholeFileBytes are fetched ahead whole; of larger ones only the
+// manifest (their own readahead starts when they are read). At most
+// kMaxFilesAhead files ahead, kMaxStreams directories followed per mount.
+constexpr std::size_t kStreamSlack = 16;
+constexpr std::uint64_t kWholeFileBytes = 4ull << 20;
+constexpr std::size_t kMaxFilesAhead = 1024;
+constexpr std::size_t kMaxStreams = 256;
+// Manifests are fetched for kManifestWindows readahead windows of files, in
+// requests of at least kManifestBatch names unless the chunks need them.
+constexpr std::uint64_t kManifestWindows = 2;
+constexpr std::size_t kManifestBatch = 128;
 
-// Consecutive chunks of one version fetched in one request (the client
-// spreads batches over its connections). Each chunk's cache miss handler
-// waits for the batch; the first to run starts it, so a batch is fetched
-// once however many readers wait for its chunks.
+using Channel = asio::experimental::concurrent_channel<void(boost::system::error_code)>;
+
+// Something being fetched that others wait for; the fetcher calls finish()
+// once, after which wait() returns at once.
+class Flight {
+ public:
+  asio::awaitable<void> wait() {
+    auto ch = std::make_shared<Channel>(co_await asio::this_coro::executor, 1);
+    {
+      std::lock_guard lock(mu_);
+      if (done_) co_return;
+      waiters_.push_back(ch);
+    }
+    co_await ch->async_receive(asio::as_tuple(asio::use_awaitable));
+  }
+  void finish() {
+    std::vector<std::shared_ptr<Channel>> waiters;
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+      waiters = std::move(waiters_);
+    }
+    for (auto& w : waiters) w->try_send(boost::system::error_code{});
+  }
+
+ private:
+  std::mutex mu_;
+  bool done_ = false;                              // guarded by mu_
+  std::vector<std::shared_ptr<Channel>> waiters_;  // guarded by mu_
+};
+
+// (directory, name) of a hub path ("data/a/b" -> "data/a", "b").
+std::pair<std::string, std::string> split_leaf(std::string_view path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos) return {std::string(), std::string(path)};
+  return {std::string(path.substr(0, slash)), std::string(path.substr(slash + 1))};
+}
+
+// Chunks fetched in one request: of one file (a reader's consecutive
+// misses, by `chunks`) or of several files of one directory (fetched
+// ahead, by `dir_chunks`). Each chunk's cache miss handler waits for the
+// batch; the first to run starts it, so a batch is fetched once however
+// many readers wait for its chunks.
 struct ChunkBatch {
-  using Channel = asio::experimental::concurrent_channel<void(boost::system::error_code)>;
   std::shared_ptr<hub::Client> client;
-  std::string path;
-  std::uint64_t version = 0;
-  std::vector<wire::ChunkRef> refs;
+  std::string dir;                     // the hub directory of the files
+  std::vector<hub::FileChunks> files;  // by name, each with its chunks
+  std::vector<wire::ChunkRef> refs;    // every chunk, file by file: what a slot indexes
   std::mutex mu;
-  bool started = false, done = false;             // guarded by mu
-  Errc error = Errc::ok;                          // guarded by mu
-  std::vector<std::string> bytes;                 // guarded by mu
-  std::vector<std::shared_ptr<Channel>> waiters;  // guarded by mu
+  bool started = false;            // guarded by mu
+  Errc error = Errc::ok;           // guarded by mu
+  std::vector<std::string> bytes;  // guarded by mu
+  Flight fetched;
+
+  // Before the batch is shared: one more chunk (of `name` at `version`).
+  std::size_t add(const std::string& name, std::uint64_t version, const wire::ChunkRef& c) {
+    if (files.empty() || files.back().name != name || files.back().version != version)
+      files.push_back(hub::FileChunks{name, version, {}});
+    files.back().chunks.push_back(c);
+    refs.push_back(c);
+    return refs.size() - 1;
+  }
 };
 
 // Chunk `i` of a batch (the chunk cache's miss handler).
 asio::awaitable<cache::Result<std::string>> fetch_from_batch(std::shared_ptr<ChunkBatch> b, std::size_t i) {
-  const auto executor = co_await asio::this_coro::executor;
-  std::shared_ptr<ChunkBatch::Channel> wait;
-  bool lead = false;
+  bool lead;
   {
     std::lock_guard lock(b->mu);
-    if (!b->started) {
-      b->started = lead = true;
-    } else if (!b->done) {
-      wait = std::make_shared<ChunkBatch::Channel>(executor, 1);
-      b->waiters.push_back(wait);
-    }
+    lead = !std::exchange(b->started, true);
   }
   if (lead) {
-    auto op = b->client->fetch(b->path, b->version, b->refs);
+    auto op = b->files.size() == 1
+                  ? b->client->fetch(b->dir + "/" + b->files[0].name, b->files[0].version, b->files[0].chunks)
+                  : b->client->fetch_files(b->dir, b->files);
     auto r = co_await std::move(op);
-    if (!r) spdlog::debug("spoke: fetching chunks of {} failed: {}", b->path, r.error().message);
-    std::vector<std::shared_ptr<ChunkBatch::Channel>> waiters;
+    if (!r) spdlog::debug("spoke: fetching chunks of {} files in {} failed: {}", b->files.size(), b->dir, r.error().message);
     {
       std::lock_guard lock(b->mu);
-      b->done = true;
       if (!r)
         b->error = errc_of_hub(r.error());
       else if (r->size() != b->refs.size())
         b->error = Errc::io;
       else
         b->bytes = std::move(*r);
-      waiters = std::move(b->waiters);
     }
-    for (auto& w : waiters) w->try_send(boost::system::error_code{});
-  } else if (wait) {
-    co_await wait->async_receive(asio::as_tuple(asio::use_awaitable));
+    b->fetched.finish();
+  } else {
+    co_await b->fetched.wait();
   }
   std::lock_guard lock(b->mu);
   if (b->error != Errc::ok) co_return make_error_code(b->error);
@@ -92,7 +154,7 @@ struct BatchSlot {
 asio::awaitable<cache::Result<cache::Bytes>> get_chunk(std::shared_ptr<cache::ChunkCache> chunks, BatchSlot slot) {
   const cache::Digest digest = slot.batch->refs[slot.index].digest;
   cache::ChunkCache::Fetch fetch = [slot] { return fetch_from_batch(slot.batch, slot.index); };
-  auto op = chunks->get_or_fetch(digest, std::move(fetch));
+  auto op = chunks->get_or_fetch(digest, std::move(fetch), cache::ChunkCache::Fetched::checked);
   co_return co_await std::move(op);
 }
 
@@ -101,30 +163,345 @@ asio::awaitable<void> prefetch_chunk(std::shared_ptr<cache::ChunkCache> chunks, 
   co_await std::move(op);  // a failure is the reader's to see when it gets there
 }
 
-// The manifest of a version of the file a shadow names (immutable, so
-// cached for as long as there is room).
+}  // namespace
+
+namespace spoke_detail {
+
+// What reading a mount keeps (guarded by the mount's mu).
+struct ReadAhead {
+  // A directory read in listing order: the position of the newest file
+  // opened, and how far its entries were fetched ahead.
+  struct Stream {
+    std::size_t last = 0;
+    std::size_t manifests_to = 0;  // entries before these had their manifests asked for
+    std::size_t chunks_to = 0;     // and their chunks
+    // Bytes of the files fetched ahead whole before each entry, as of the
+    // mount's `epoch` (any change may have changed the listing).
+    std::vector<std::uint64_t> bytes_before;
+    std::uint64_t epoch = 0;
+  };
+  std::unordered_map<std::uint64_t, Stream> streams;  // by the directory's hub inode
+  // Manifests being fetched ahead, by (hub inode, version): a reader waits
+  // for them rather than asking again.
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<Flight>> manifests_in_flight;
+  // The link as measured: the smallest recent round trip of a small call,
+  // the highest recent rate of bytes received.
+  double rtt_s = 0;
+  double rate = 0;
+  std::uint64_t sampled_bytes = 0;
+  std::chrono::steady_clock::time_point sampled_at{};
+};
+
+}  // namespace spoke_detail
+
+namespace {
+
+// With m.mu held.
+ReadAhead& read_ahead(Mount& m) {
+  if (!m.read_ahead) m.read_ahead = std::make_shared<ReadAhead>();
+  return *m.read_ahead;
+}
+
+// A small call took `seconds`: the round trip estimate follows it up
+// slowly and down at once.
+void note_round_trip(Mount& m, double seconds) {
+  std::lock_guard lock(m.mu);
+  ReadAhead& ra = read_ahead(m);
+  ra.rtt_s = ra.rtt_s == 0 || seconds < ra.rtt_s ? seconds : ra.rtt_s + (seconds - ra.rtt_s) / 8;
+}
+
+// With m.mu held: how far ahead to fetch. The rate is what the link
+// delivered over the last sample period, or a decaying earlier peak;
+// since a larger window lets more arrive per round trip, the window grows
+// until the link, or the reader, is the limit.
+std::uint64_t window_bytes(Mount& m) {
+  ReadAhead& ra = read_ahead(m);
+  const auto now = std::chrono::steady_clock::now();
+  const std::uint64_t received = m.client->stats().wire_bytes_in;
+  if (ra.sampled_at == std::chrono::steady_clock::time_point{}) {
+    ra.sampled_at = now;
+    ra.sampled_bytes = received;
+  } else if (now - ra.sampled_at >= kRateSample) {
+    const double sample = static_cast<double>(received - ra.sampled_bytes) /
+                          std::chrono::duration<double>(now - ra.sampled_at).count();
+    ra.rate = std::max(sample, ra.rate * 0.95);
+    ra.sampled_at = now;
+    ra.sampled_bytes = received;
+  }
+  const double bdp = kReadaheadBdps * ra.rate * ra.rtt_s;
+  return std::clamp(static_cast<std::uint64_t>(bdp), kMinReadahead, kMaxReadahead);
+}
+
+std::uint64_t window_bytes_locked(Mount& m) {
+  std::lock_guard lock(m.mu);
+  return window_bytes(m);
+}
+
+// With m.mu held: keeps a manifest (immutable, so for as long as there is room).
+void cache_manifest(Mount& m, std::shared_ptr<const wire::Manifest> man) {
+  const std::pair key{man->ino, man->version};
+  if (m.manifests.contains(key)) return;
+  if (m.manifest_chunks + man->chunks.size() > kManifestCacheChunks || m.manifests.size() >= kManifestCacheEntries) {
+    m.manifests.clear();
+    m.manifest_chunks = 0;
+  }
+  m.manifest_chunks += man->chunks.size();
+  m.manifests.emplace(key, std::move(man));
+}
+
+// The manifest of a version of the file a shadow names: cached, else
+// fetched ahead already (waited for), else asked for.
 asio::awaitable<Result<std::shared_ptr<const wire::Manifest>>> hub_manifest(Mount& m, const Shadow& sh,
                                                                              std::uint64_t version) {
   if (version == 0) co_return std::make_shared<const wire::Manifest>();  // never sealed: no content yet
+  const std::pair key{sh.hub_ino, version};
+  std::shared_ptr<Flight> ahead;
   {
     std::lock_guard lock(m.mu);
-    if (auto it = m.manifests.find({sh.hub_ino, version}); it != m.manifests.end()) co_return it->second;
+    if (auto it = m.manifests.find(key); it != m.manifests.end()) co_return it->second;
     if (m.stopped) co_return Errc::unavailable;
+    if (auto it = read_ahead(m).manifests_in_flight.find(key); it != read_ahead(m).manifests_in_flight.end())
+      ahead = it->second;
   }
+  if (ahead) {
+    co_await ahead->wait();
+    std::lock_guard lock(m.mu);
+    if (auto it = m.manifests.find(key); it != m.manifests.end()) co_return it->second;
+  }
+  const auto began = std::chrono::steady_clock::now();
   auto op = m.client->manifest(m.hub_path(sh.path), version);
   auto r = co_await std::move(op);
   if (!r) co_return make_error_code(errc_of_hub(r.error()));
+  note_round_trip(m, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   if (r->ino != sh.hub_ino) co_return Errc::stale;
   auto out = std::make_shared<const wire::Manifest>(std::move(*r));
   std::lock_guard lock(m.mu);
-  if (m.manifests.size() >= kManifestCacheEntries) m.manifests.clear();
-  m.manifests[{sh.hub_ino, version}] = out;
+  cache_manifest(m, out);
   co_return out;
 }
 
+// ---------------------------------------------------------------------------
+// Reading in listing order
+
+// A file fetched ahead, as the listing knows it.
+struct AheadFile {
+  std::size_t position = 0;  // in the listing
+  std::string name;
+  std::uint64_t hub_ino = 0, version = 0, size = 0;
+  bool whole = false;  // its chunks too, not only its manifest
+  std::shared_ptr<const wire::Manifest> manifest;
+};
+
+// With m.mu held: the cached manifest a file is read with, or null.
+std::shared_ptr<const wire::Manifest> cached_manifest(Mount& m, const AheadFile& f) {
+  auto it = m.manifests.find({f.hub_ino, f.version});
+  return it == m.manifests.end() ? nullptr : it->second;
+}
+
+// Fetches the manifests of `files` in one request and caches them, then
+// wakes whoever waits for them (`flight`, registered for each). `st` keeps
+// the mount alive meanwhile.
+asio::awaitable<void> fetch_manifests(std::shared_ptr<State> st, Mount* m, std::string dir, std::vector<AheadFile> files,
+                                      std::shared_ptr<Flight> flight) {
+  std::vector<std::string> names;
+  for (const auto& f : files) names.push_back(f.name);
+  const auto began = std::chrono::steady_clock::now();
+  auto op = m->client->manifests(dir, std::move(names));
+  auto r = co_await std::move(op);
+  if (r)
+    note_round_trip(*m, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
+  else
+    spdlog::debug("spoke {}: fetching manifests ahead in {} failed: {}", m->name, dir, r.error().message);
+  {
+    std::lock_guard lock(m->mu);
+    auto& in_flight = read_ahead(*m).manifests_in_flight;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      if (auto it = in_flight.find({files[i].hub_ino, files[i].version}); it != in_flight.end() && it->second == flight)
+        in_flight.erase(it);
+      if (!r) continue;
+      hub::NamedManifest& got = r->entries[i];
+      // Gone or replaced since the listing: its reader will find out.
+      if (!got.error && got.manifest.ino == files[i].hub_ino)
+        cache_manifest(*m, std::make_shared<const wire::Manifest>(std::move(got.manifest)));
+    }
+  }
+  flight->finish();
+}
+
+// With m.mu held: a manifests request for `files`, registered as in
+// flight so that readers and chunk fetches wait for it.
+std::shared_ptr<Flight> manifests_in_flight(Mount& m, const std::vector<AheadFile>& files) {
+  auto flight = std::make_shared<Flight>();
+  for (const auto& f : files) read_ahead(m).manifests_in_flight.emplace(std::pair{f.hub_ino, f.version}, flight);
+  return flight;
+}
+
+// Fetches the chunks of `files` that no cache holds, in one batch spanning
+// them. Their manifests: cached, else in flight (waited for), else asked
+// for here.
+asio::awaitable<void> fetch_chunks_ahead(std::shared_ptr<State> st, Mount* m, std::string dir, std::vector<AheadFile> files) {
+  std::vector<std::shared_ptr<Flight>> waits;
+  std::vector<AheadFile> unknown;
+  std::shared_ptr<Flight> own;
+  {
+    std::lock_guard lock(m->mu);
+    auto& in_flight = read_ahead(*m).manifests_in_flight;
+    for (auto& f : files) {
+      if ((f.manifest = cached_manifest(*m, f))) continue;
+      if (auto it = in_flight.find({f.hub_ino, f.version}); it != in_flight.end())
+        waits.push_back(it->second);
+      else
+        unknown.push_back(f);
+    }
+    if (!unknown.empty()) own = manifests_in_flight(*m, unknown);
+  }
+  if (own) {
+    auto op = fetch_manifests(st, m, dir, std::move(unknown), own);
+    co_await std::move(op);
+  }
+  for (auto& w : waits) co_await w->wait();
+  auto batch = std::make_shared<ChunkBatch>();
+  batch->client = m->client;
+  batch->dir = dir;
+  std::set<cache::Digest> seen;
+  for (auto& f : files) {
+    if (!f.manifest) {
+      std::lock_guard lock(m->mu);
+      if (!(f.manifest = cached_manifest(*m, f))) continue;
+    }
+    for (const auto& c : f.manifest->chunks)
+      if (seen.insert(c.digest).second && !st->chunks->get(c.digest)) batch->add(f.name, f.version, c);
+  }
+  for (std::size_t i = 0; i < batch->refs.size(); ++i)
+    asio::co_spawn(st->executor, prefetch_chunk(st->chunks, BatchSlot{batch, i}), asio::detached);
+}
+
+// With m.mu held: whether every chunk of a file is in the RAM tier already
+// (read again: nothing to fetch or bring up from the SSD tier).
+bool in_ram(State& st, Mount& m, const AheadFile& f) {
+  auto man = cached_manifest(m, f);
+  if (!man) return false;
+  for (const auto& c : man->chunks)
+    if (st.chunks->holds(c.digest) != cache::ChunkCache::Held::ram) return false;
+  return true;
+}
+
+// A file of a mount is about to be read from its start. When it follows the
+// previous one of its directory in listing order, what comes next is
+// fetched ahead: the chunks of about a readahead window of files, and
+// further ahead their manifests (small, and asked for early so that a
+// chunk fetch is one round trip when its turn comes: on a busy link an
+// answer waits behind the data in flight). Needs the directory's listing
+// cached (the reader listed it).
+void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, const Shadow& sh) {
+  auto parent = shadow_of(*st, kv, sh.parent);
+  if (!parent || parent->mount != m.id) return;
+  const std::string name = split_leaf(sh.path).second;
+  std::vector<std::pair<std::vector<AheadFile>, std::shared_ptr<Flight>>> manifest_jobs;
+  std::vector<std::vector<AheadFile>> chunk_jobs;
+  {
+    std::lock_guard lock(m.mu);
+    if (m.stopped || !m.cache_usable()) return;
+    auto d = m.dirs.find(parent->hub_ino);
+    if (d == m.dirs.end() || !d->second.listing) return;
+    const auto& listing = *d->second.listing;
+    const auto at = std::lower_bound(listing.begin(), listing.end(), name,
+                                     [](const auto& e, const std::string& n) { return e.first < n; });
+    if (at == listing.end() || at->first != name) return;
+    const std::size_t k = static_cast<std::size_t>(at - listing.begin());
+    ReadAhead& ra = read_ahead(m);
+    if (ra.streams.size() >= kMaxStreams && !ra.streams.contains(parent->hub_ino)) ra.streams.clear();
+    auto [it, fresh] = ra.streams.try_emplace(parent->hub_ino);
+    ReadAhead::Stream& s = it->second;
+    if (fresh || k > s.last + kStreamSlack || k + kStreamSlack < s.last) {
+      s = ReadAhead::Stream{k, 0, 0, {}, 0};  // a new stream, or a jump: wait for the next file in order
+      return;
+    }
+    if (k <= s.last) return;  // a parallel reader slightly behind
+    s.last = k;
+    // The file at a position, when it is one to fetch ahead.
+    auto file_at = [&](std::size_t j) -> std::optional<AheadFile> {
+      auto a = m.attrs.find(listing[j].second);
+      if (a == m.attrs.end() || type_of(a->second.type) != FileType::regular || a->second.version == 0 || a->second.size == 0)
+        return std::nullopt;
+      return AheadFile{j, listing[j].first, a->first, a->second.version, a->second.size,
+                       a->second.size <= kWholeFileBytes, nullptr};
+    };
+    // Where the windows end: past the entry whose whole-file bytes after
+    // this one reach the window (prefix sums, kept while nothing changed).
+    if (s.epoch != m.epoch || s.bytes_before.size() != listing.size() + 1) {
+      s.epoch = m.epoch;
+      s.bytes_before.assign(1, 0);
+      for (std::size_t j = 0; j < listing.size(); ++j) {
+        auto f = file_at(j);
+        s.bytes_before.push_back(s.bytes_before.back() + (f && f->whole ? f->size : 0));
+      }
+    }
+    const std::uint64_t window = window_bytes(m);
+    auto window_end = [&](std::uint64_t bytes) {
+      const auto from = s.bytes_before.begin() + static_cast<std::ptrdiff_t>(k + 1);
+      const auto at = std::lower_bound(from, s.bytes_before.end(), *from + bytes);
+      const std::size_t end = at == s.bytes_before.end() ? listing.size() : static_cast<std::size_t>(at - s.bytes_before.begin());
+      return std::min(end, k + kMaxFilesAhead);
+    };
+    const std::size_t chunks_end = window_end(window);
+    const std::size_t manifests_end = std::max(chunks_end, window_end(kManifestWindows * window));
+    // Manifests not cached or asked for, once there are enough of them to be
+    // worth a request or the chunk window needs one.
+    std::vector<AheadFile> need;
+    bool needed_now = manifests_end == listing.size();
+    for (std::size_t j = std::max(k, s.manifests_to); j < manifests_end; ++j) {
+      auto f = file_at(j);
+      if (!f || cached_manifest(m, *f) || ra.manifests_in_flight.contains({f->hub_ino, f->version})) continue;
+      needed_now = needed_now || j < chunks_end;
+      need.push_back(std::move(*f));
+    }
+    if (need.empty() || needed_now || need.size() >= kManifestBatch) {
+      for (std::size_t i = 0; i < need.size(); i += hub::Client::kMaxManifests) {
+        std::vector<AheadFile> part(need.begin() + static_cast<std::ptrdiff_t>(i),
+                                    need.begin() + static_cast<std::ptrdiff_t>(std::min(need.size(), i + hub::Client::kMaxManifests)));
+        auto flight = manifests_in_flight(m, part);
+        manifest_jobs.emplace_back(std::move(part), std::move(flight));
+      }
+      s.manifests_to = manifests_end;
+    } else {
+      s.manifests_to = need.front().position;  // the next open looks from there
+    }
+    // Chunks of the chunk window's files not fetched ahead yet, in groups of
+    // about a batch; a last group smaller than that waits until the window
+    // has moved on far enough to fill it, unless the listing ends there.
+    std::vector<AheadFile> group;
+    std::uint64_t group_bytes = 0;
+    auto close_group = [&](std::size_t end) {
+      s.chunks_to = end;
+      chunk_jobs.push_back(std::exchange(group, {}));
+      group_bytes = 0;
+    };
+    for (std::size_t j = std::max(k, s.chunks_to); j < chunks_end; ++j) {
+      auto f = file_at(j);
+      if (!f || !f->whole || in_ram(*st, m, *f)) {
+        if (group.empty()) s.chunks_to = j + 1;  // nothing to fetch up to here
+        continue;
+      }
+      group_bytes += f->size;
+      group.push_back(std::move(*f));
+      if (group_bytes >= kBatchBytes) close_group(j + 1);
+    }
+    if (!group.empty() && chunks_end == listing.size()) close_group(chunks_end);
+  }
+  const std::string dir = m.hub_path(parent->path);
+  for (auto& [files, flight] : manifest_jobs)
+    asio::co_spawn(st->executor, fetch_manifests(st, &m, dir, std::move(files), std::move(flight)), asio::detached);
+  for (auto& files : chunk_jobs)
+    asio::co_spawn(st->executor, fetch_chunks_ahead(st, &m, dir, std::move(files)), asio::detached);
+}
+
+// ---------------------------------------------------------------------------
+// Reading a file
+
 // Copies [offset, offset + out.size()) of a version into `out`. The chunks
 // it lacks are fetched in batches; for a sequential reader (`of`), so are
-// those of the next kReadaheadBytes, while this read waits for its own.
+// those of the next readahead window, while this read waits for its own.
 asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::string path, std::shared_ptr<const wire::Manifest> man,
                                                  std::uint64_t offset, std::span<std::byte> out, Spokes::OpenFile* of) {
   if (offset >= man->size || out.empty()) co_return std::size_t{0};
@@ -139,10 +516,11 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
   std::size_t ahead_to = last;   // one past the last chunk to fetch now
   std::size_t scheduled_to = 0;  // chunks before this one were asked for by earlier reads
   if (of) {
+    const std::uint64_t window = window_bytes_locked(m);
     std::lock_guard lock(of->mu);
     if (offset == of->next_offset) {
       std::uint64_t bytes = 0;
-      while (ahead_to < chunks.size() && bytes < kReadaheadBytes) bytes += chunks[ahead_to++].length;
+      while (ahead_to < chunks.size() && bytes < window) bytes += chunks[ahead_to++].length;
       scheduled_to = of->ahead;
       of->ahead = std::max(of->ahead, ahead_to);
     } else {
@@ -150,7 +528,17 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
     }
     of->next_offset = offset + n;
   }
-  // Batches of consecutive chunks neither cached nor asked for already.
+  const auto dir_and_name = split_leaf(path);
+  const std::string& dir = dir_and_name.first;
+  const std::string& name = dir_and_name.second;
+  auto new_batch = [&] {
+    auto b = std::make_shared<ChunkBatch>();
+    b->client = m.client;
+    b->dir = dir;
+    return b;
+  };
+  // Batches of consecutive chunks neither cached nor asked for already
+  // (whether a tier holds one is asked without reading it).
   std::vector<BatchSlot> slots(ahead_to - first);
   std::shared_ptr<ChunkBatch> batch;
   std::uint64_t batch_bytes = 0;
@@ -160,14 +548,10 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
       continue;
     }
     if (!batch || batch_bytes + chunks[i].length > kBatchBytes) {
-      batch = std::make_shared<ChunkBatch>();
-      batch->client = m.client;
-      batch->path = path;
-      batch->version = man->version;
+      batch = new_batch();
       batch_bytes = 0;
     }
-    slots[i - first] = {batch, batch->refs.size()};
-    batch->refs.push_back(chunks[i]);
+    slots[i - first] = {batch, batch->add(name, man->version, chunks[i])};
     batch_bytes += chunks[i].length;
   }
   for (std::size_t i = first + 1; i < ahead_to; ++i)
@@ -177,11 +561,8 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
     const wire::ChunkRef& c = chunks[i];
     BatchSlot slot = slots[i - first];
     if (!slot.batch) {  // cached or in flight, unless evicted or failed since: then on its own
-      slot.batch = std::make_shared<ChunkBatch>();
-      slot.batch->client = m.client;
-      slot.batch->path = path;
-      slot.batch->version = man->version;
-      slot.batch->refs.push_back(c);
+      slot.batch = new_batch();
+      slot.index = slot.batch->add(name, man->version, c);
     }
     auto op = get_chunk(st.chunks, std::move(slot));
     auto bytes = co_await std::move(op);
@@ -208,6 +589,7 @@ Task<Handle> Spokes::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
   if (auto s = ns_.may(ctx, *a, 4); !s) co_return s.error();
   auto w = where(*state_, *ns_.kv, ino);
   if (!w) co_return w.error();
+  note_file_read(state_, *ns_.kv, *w->mount, w->shadow);
   auto op = hub_manifest(*w->mount, w->shadow, a->version);
   auto man = co_await std::move(op);
   if (!man) co_return man.error();
@@ -243,6 +625,7 @@ Task<std::size_t> Spokes::read_version(const OpContext& ctx, Ino ino, std::uint6
   if (version == 0 || version > a->version) co_return Errc::not_found;
   auto w = where(*state_, *ns_.kv, ino);
   if (!w) co_return w.error();
+  if (offset == 0) note_file_read(state_, *ns_.kv, *w->mount, w->shadow);
   auto mop = hub_manifest(*w->mount, w->shadow, version);
   auto man = co_await std::move(mop);
   if (!man) co_return man.error();

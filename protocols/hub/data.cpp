@@ -7,7 +7,7 @@
 #include "gateway/metrics/metrics.hpp"
 
 #include <cstring>
-#include <map>
+#include <algorithm>
 
 namespace weft::hub {
 
@@ -19,6 +19,9 @@ constexpr std::size_t kMaxDigests = 32768;              // per have request (1 M
 constexpr std::size_t kMaxBatchChunks = 1024;           // per chunks request
 constexpr std::uint64_t kMaxBatchBytes = 64ull << 20;   // logical bytes per chunks request
 constexpr std::size_t kBodyPiece = 256 * 1024;
+constexpr std::size_t kFrameHead = 42;  // a data frame's bytes besides the chunk's
+// A dir_chunks body: 1024 hex digests and the names they belong to.
+constexpr std::size_t kMaxNamesBody = 2 << 20;
 
 // A body of whole SHA-256 digests, read completely (it is small and bounded).
 asio::awaitable<rest::Expected<std::vector<ns::Sha256>>> read_digests(Request& r, std::size_t max) {
@@ -27,18 +30,10 @@ asio::awaitable<rest::Expected<std::vector<ns::Sha256>>> read_digests(Request& r
     co_return rest::bad_request("the body must be SHA-256 digests, 32 bytes each, with a Content-Length");
   if (*head.content_length > max * 32)
     co_return rest::too_large("at most " + std::to_string(max) + " digests per request");
-  std::string body(static_cast<std::size_t>(*head.content_length), '\0');
-  std::size_t got = 0;
-  while (got < body.size()) {
-    auto n = co_await r.c.ex.read_body(std::as_writable_bytes(std::span(body.data() + got, body.size() - got)));
-    if (!n) co_return rest::bad_request("reading the request body failed: " + n.error().message());
-    if (*n == 0) break;
-    got += *n;
-  }
-  if (got != body.size()) co_return rest::bad_request("the request body ended early");
-  r.wire_bytes += got;
-  std::vector<ns::Sha256> out(body.size() / 32);
-  for (std::size_t i = 0; i < out.size(); ++i) std::memcpy(out[i].data(), body.data() + 32 * i, 32);
+  auto body = co_await read_body(r, max * 32);
+  if (!body) co_return body.error();
+  std::vector<ns::Sha256> out(body->size() / 32);
+  for (std::size_t i = 0; i < out.size(); ++i) std::memcpy(out[i].data(), body->data() + 32 * i, 32);
   co_return out;
 }
 
@@ -67,6 +62,110 @@ Reply have(Request& r) {
   co_return std::nullopt;
 }
 
+namespace {
+
+// Appends the data frames of `wanted`, digests of version `version` of the
+// file `ino` (named `display`), to `body` in the order asked, and adds their
+// logical size to `logical`: 404 for a digest the version lacks, 413 once
+// `logical` would pass the request's limit (checked before reading).
+asio::awaitable<rest::Outcome> append_chunks(Request& r, ns::Ino ino, const std::string& display, std::uint64_t version,
+                                             const std::vector<ns::Sha256>& wanted, std::string& body,
+                                             std::uint64_t& logical) {
+  auto manifest = co_await r.s.ns.chunks(r.c.ctx, ino, version);
+  if (!manifest) co_return rest::from_ns(manifest.error(), display + " version " + std::to_string(version));
+  // One pass over the manifest, looking each chunk up among the few wanted
+  // (a large file's manifest holds tens of thousands; a request, a batch).
+  std::vector<std::pair<ns::Sha256, std::size_t>> by_digest;  // (digest, position in the request)
+  for (std::size_t i = 0; i < wanted.size(); ++i) by_digest.emplace_back(wanted[i], i);
+  std::sort(by_digest.begin(), by_digest.end());
+  std::vector<const ns::ChunkInfo*> plan(wanted.size(), nullptr);
+  std::size_t found = 0;
+  for (const auto& c : *manifest) {
+    auto [from, to] = std::equal_range(by_digest.begin(), by_digest.end(), std::pair{c.sha256, std::size_t{0}},
+                                       [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto it = from; it != to; ++it)
+      if (!plan[it->second]) {
+        plan[it->second] = &c;
+        ++found;
+      }
+    if (found == wanted.size()) break;
+  }
+  std::uint64_t bytes = 0;
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    if (!plan[i])
+      co_return rest::not_found("chunk " + wire::to_hex(wanted[i]) + " is not in " + display + " version " +
+                                std::to_string(version));
+    bytes += plan[i]->length;
+  }
+  logical += bytes;
+  if (logical > kMaxBatchBytes)
+    co_return rest::too_large("at most " + std::to_string(kMaxBatchBytes) + " chunk bytes per request");
+  body.reserve(body.size() + bytes + plan.size() * kFrameHead);
+  // Chunks adjacent in the file (a sequential reader's batch) are read in one go.
+  std::string run;
+  for (std::size_t i = 0; i < plan.size();) {
+    std::size_t j = i + 1;
+    std::uint64_t end = plan[i]->offset + plan[i]->length;
+    while (j < plan.size() && plan[j]->offset == end) end += plan[j++]->length;
+    run.resize(static_cast<std::size_t>(end - plan[i]->offset));
+    std::size_t got = 0;
+    while (got < run.size()) {
+      auto n = co_await r.s.ns.read_version(r.c.ctx, ino, version, plan[i]->offset + got,
+                                            std::as_writable_bytes(std::span(run.data() + got, run.size() - got)));
+      if (!n) co_return rest::from_ns(n.error(), display);
+      if (*n == 0) co_return rest::internal(display + " is shorter than its manifest");
+      got += *n;
+    }
+    for (std::size_t k = i, at = 0; k < j; at += plan[k]->length, ++k)
+      wire::append_data(body, plan[k]->sha256, std::as_bytes(std::span(run.data() + at, plan[k]->length)));
+    i = j;
+  }
+  co_return std::nullopt;
+}
+
+asio::awaitable<rest::Outcome> send_chunks(Request& r, const std::string& body, std::uint64_t logical) {
+  r.c.content_bytes = logical;
+  r.wire_bytes += body.size();
+  r.hub.logical_out->inc(logical);
+  r.hub.wire_out->inc(body.size());
+  co_return co_await send_octets(r, body);
+}
+
+// One file of a dir_chunks body: {"name", "version", "chunks": [hex digests]}.
+struct FileChunks {
+  std::string name;
+  std::uint64_t version = 0;
+  std::vector<ns::Sha256> chunks;
+};
+
+rest::Expected<std::vector<FileChunks>> parse_dir_chunks(const nlohmann::json& j) {
+  auto bad = [](std::string why) { return rest::bad_request("dir_chunks body: " + why); };
+  if (j.size() != 1 || !j.contains("files") || !j["files"].is_array())
+    return bad("expected {\"files\": [{\"name\", \"version\", \"chunks\"}]}");
+  std::vector<FileChunks> out;
+  std::size_t total = 0;
+  for (const auto& f : j["files"]) {
+    if (!f.is_object() || f.size() != 3 || !f.contains("name") || !f["name"].is_string() || !f.contains("version") ||
+        !f["version"].is_number_unsigned() || !f.contains("chunks") || !f["chunks"].is_array())
+      return bad("each file is {\"name\": string, \"version\": integer, \"chunks\": [hex digests]}");
+    FileChunks fc;
+    fc.name = f["name"].get<std::string>();
+    if (auto why = rest::check_segment(fc.name)) return rest::bad_path(*why);
+    fc.version = f["version"].get<std::uint64_t>();
+    if (fc.version == 0) return bad("version 0 has no chunks");
+    for (const auto& h : f["chunks"]) {
+      auto d = h.is_string() ? wire::from_hex(h.get<std::string>()) : std::nullopt;
+      if (!d) return bad("chunks are SHA-256 digests in hex");
+      if (++total > kMaxBatchChunks) return rest::too_large("at most " + std::to_string(kMaxBatchChunks) + " chunks per request");
+      fc.chunks.push_back(*d);
+    }
+    out.push_back(std::move(fc));
+  }
+  return out;
+}
+
+}  // namespace
+
 Reply chunks(Request& r) {
   auto path = path_param(r, "path");
   if (!path) co_return path.error();
@@ -79,46 +178,36 @@ Reply chunks(Request& r) {
   if (!place) co_return place.error();
   auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
   if (!a) co_return a.error();
-  auto manifest = co_await r.s.ns.chunks(r.c.ctx, a->ino, *version);
-  if (!manifest) co_return rest::from_ns(manifest.error(), place->display + " version " + std::to_string(*version));
-  std::map<ns::Sha256, const ns::ChunkInfo*> by_digest;
-  for (const auto& c : *manifest) by_digest.emplace(c.sha256, &c);
-  std::vector<const ns::ChunkInfo*> plan;
+  std::string body;
   std::uint64_t logical = 0;
-  for (const auto& d : *wanted) {
-    auto it = by_digest.find(d);
-    if (it == by_digest.end())
-      co_return rest::not_found("chunk " + wire::to_hex(d) + " is not in " + place->display + " version " +
-                                std::to_string(*version));
-    plan.push_back(it->second);
-    logical += it->second->length;
+  if (auto failed = co_await append_chunks(r, a->ino, place->display, *version, *wanted, body, logical)) co_return failed;
+  co_return co_await send_chunks(r, body, logical);
+}
+
+Reply dir_chunks(Request& r) {
+  auto path = path_param(r, "path");
+  if (!path) co_return path.error();
+  auto j = co_await read_json_body(r, kMaxNamesBody);
+  if (!j) co_return j.error();
+  auto files = parse_dir_chunks(*j);
+  if (!files) co_return files.error();
+  auto place = co_await locate(r, *path);
+  if (!place) co_return place.error();
+  auto dir = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
+  if (!dir) co_return dir.error();
+  if (dir->type != ns::FileType::directory)
+    co_return rest::from_ns(ns::make_error_code(ns::Errc::not_dir), place->display);
+  std::string body;
+  std::uint64_t logical = 0;
+  for (const FileChunks& f : *files) {
+    const std::string display = place->display + "/" + f.name;
+    if (!r.hub.residency.allows(display, r.region))
+      co_return rest::ApiError(403, "residency_denied", display + " may not leave the hub for region " + r.region);
+    auto a = co_await r.s.ns.lookup(r.c.ctx, dir->ino, f.name);
+    if (!a) co_return rest::from_ns(a.error(), display);
+    if (auto failed = co_await append_chunks(r, a->ino, display, f.version, f.chunks, body, logical)) co_return failed;
   }
-  if (logical > kMaxBatchBytes)
-    co_return rest::too_large("at most " + std::to_string(kMaxBatchBytes) + " chunk bytes per request");
-  // Chunks adjacent in the file (a sequential reader's batch) are read in one go.
-  std::string body, run;
-  for (std::size_t i = 0; i < plan.size();) {
-    std::size_t j = i + 1;
-    std::uint64_t end = plan[i]->offset + plan[i]->length;
-    while (j < plan.size() && plan[j]->offset == end) end += plan[j++]->length;
-    run.resize(static_cast<std::size_t>(end - plan[i]->offset));
-    std::size_t got = 0;
-    while (got < run.size()) {
-      auto n = co_await r.s.ns.read_version(r.c.ctx, a->ino, *version, plan[i]->offset + got,
-                                            std::as_writable_bytes(std::span(run.data() + got, run.size() - got)));
-      if (!n) co_return rest::from_ns(n.error(), place->display);
-      if (*n == 0) co_return rest::internal(place->display + " is shorter than its manifest");
-      got += *n;
-    }
-    for (std::size_t k = i, at = 0; k < j; at += plan[k]->length, ++k)
-      wire::append_data(body, plan[k]->sha256, std::as_bytes(std::span(run.data() + at, plan[k]->length)));
-    i = j;
-  }
-  r.c.content_bytes = logical;
-  r.wire_bytes += body.size();
-  r.hub.logical_out->inc(logical);
-  r.hub.wire_out->inc(body.size());
-  co_return co_await send_octets(r, body);
+  co_return co_await send_chunks(r, body, logical);
 }
 
 Reply commit(Request& r) {

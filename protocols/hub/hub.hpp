@@ -57,6 +57,11 @@ using Reply = boost::asio::awaitable<rest::Outcome>;
 rest::Expected<std::vector<std::string>> path_param(Request& r, std::string_view name);
 // Where a path leads: the place, bound to its export in r.c.ctx.
 boost::asio::awaitable<rest::Expected<rest::Place>> locate(Request& r, const std::vector<std::string>& path);
+// A request body of at most `max` bytes with a Content-Length, read whole
+// (400 without one or cut short, 413 past max).
+boost::asio::awaitable<rest::Expected<std::string>> read_body(Request& r, std::size_t max);
+// A request body that is one JSON object (400 bad_request otherwise).
+boost::asio::awaitable<rest::Expected<nlohmann::json>> read_json_body(Request& r, std::size_t max);
 wire::FileAttr file_attr(const ns::Attr& a);
 // The response every change answers with: the attributes and the change
 // log position they are current at.
@@ -67,6 +72,7 @@ Reply info(Request& r);
 Reply attr(Request& r);
 Reply list(Request& r);
 Reply manifest(Request& r);
+Reply manifests(Request& r);
 Reply mkdir(Request& r);
 Reply create(Request& r);
 Reply remove(Request& r);
@@ -78,6 +84,7 @@ Reply readlink(Request& r);
 // data.cpp
 Reply have(Request& r);
 Reply chunks(Request& r);
+Reply dir_chunks(Request& r);
 Reply commit(Request& r);
 // feed.cpp
 Reply feed(Request& r);

@@ -4,12 +4,16 @@
 // point of the change feed its cached copy must be invalidated.
 #include "protocols/hub/hub.hpp"
 
+#include "gateway/metrics/metrics.hpp"
+
 namespace weft::hub {
 
 namespace {
 
 constexpr std::uint64_t kMaxListing = 10000;
 constexpr std::uint64_t kMax64 = std::numeric_limits<std::uint64_t>::max();
+constexpr std::size_t kMaxManifests = 1000;         // names per manifests request
+constexpr std::size_t kMaxNamesBody = 2 << 20;      // a manifests body: 1000 names, JSON-escaped
 
 // The place a path names, with the directory that holds it (refused for an
 // export root, which no call here may create, remove or rename).
@@ -29,6 +33,44 @@ rest::Expected<std::optional<std::uint64_t>> optional_uint(Request& r, std::stri
   auto v = rest::uint_param(r.c.target, name, 0, 0, max);
   if (!v) return v.error();
   return std::optional<std::uint64_t>(*v);
+}
+
+// The manifest of `version` of the file `a` (0: its newest); 409 not_a_file
+// for anything but a regular file.
+boost::asio::awaitable<rest::Expected<wire::Manifest>> manifest_of(Request& r, const ns::Attr& a, std::uint64_t version,
+                                                                   const std::string& display) {
+  if (a.type != ns::FileType::regular) co_return rest::ApiError(409, "not_a_file", display + " is not a regular file");
+  wire::Manifest m;
+  m.ino = a.ino;
+  m.version = version ? version : a.version;
+  if (m.version == 0) co_return m;
+  auto versions = co_await r.s.ns.versions(r.c.ctx, a.ino);
+  if (!versions) co_return rest::from_ns(versions.error(), display);
+  auto it = std::find_if(versions->begin(), versions->end(), [&](const ns::VersionInfo& v) { return v.version == m.version; });
+  if (it == versions->end()) co_return rest::not_found(display + " has no version " + std::to_string(m.version));
+  m.size = it->size;
+  m.id = it->id;
+  auto chunks = co_await r.s.ns.chunks(r.c.ctx, a.ino, m.version);
+  if (!chunks) co_return rest::from_ns(chunks.error(), display);
+  m.chunks.reserve(chunks->size());
+  for (const auto& c : *chunks) m.chunks.push_back({c.offset, c.length, c.sha256});
+  co_return m;
+}
+
+// One entry of a manifests answer: the name's attributes and manifest. Each
+// name is answered on its own: one the region may not have, or that is gone
+// or not a file, gets its error; the others their manifests.
+boost::asio::awaitable<rest::Expected<nlohmann::json>> manifest_entry(Request& r, ns::Ino dir, const std::string& name,
+                                                                      const std::string& display) {
+  if (!r.hub.residency.allows(display, r.region)) {
+    r.hub.denials->inc();
+    co_return rest::ApiError(403, "residency_denied", display + " may not leave the hub for region " + r.region);
+  }
+  auto a = co_await r.s.ns.lookup(r.c.ctx, dir, name);
+  if (!a) co_return rest::from_ns(a.error(), display);
+  auto m = co_await manifest_of(r, *a, 0, display);
+  if (!m) co_return m.error();
+  co_return nlohmann::json{{"name", name}, {"attr", file_attr(*a)}, {"manifest", *m}};
 }
 
 boost::asio::awaitable<rest::Outcome> send_attr(Request& r, const ns::Attr& a) {
@@ -104,28 +146,47 @@ Reply manifest(Request& r) {
   if (!place) co_return place.error();
   auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
   if (!a) co_return a.error();
-  if (a->type != ns::FileType::regular)
-    co_return rest::ApiError(409, "not_a_file", place->display + " is not a regular file");
-  wire::Manifest m;
-  m.ino = a->ino;
-  m.version = *version ? *version : a->version;
-  if (m.version != 0) {
-    auto versions = co_await r.s.ns.versions(r.c.ctx, a->ino);
-    if (!versions) co_return rest::from_ns(versions.error(), place->display);
-    auto it = std::find_if(versions->begin(), versions->end(),
-                           [&](const ns::VersionInfo& v) { return v.version == m.version; });
-    if (it == versions->end())
-      co_return rest::not_found(place->display + " has no version " + std::to_string(m.version));
-    m.size = it->size;
-    m.id = it->id;
-    auto chunks = co_await r.s.ns.chunks(r.c.ctx, a->ino, m.version);
-    if (!chunks) co_return rest::from_ns(chunks.error(), place->display);
-    m.chunks.reserve(chunks->size());
-    for (const auto& c : *chunks) m.chunks.push_back({c.offset, c.length, c.sha256});
-  }
-  nlohmann::json out = m;
+  auto m = co_await manifest_of(r, *a, *version, place->display);
+  if (!m) co_return m.error();
+  nlohmann::json out = *m;
   out["attr"] = file_attr(*a);
   out["last_change"] = seq;
+  co_await r.c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+Reply manifests(Request& r) {
+  auto path = path_param(r, "path");
+  if (!path) co_return path.error();
+  auto j = co_await read_json_body(r, kMaxNamesBody);
+  if (!j) co_return j.error();
+  if (j->size() != 1 || !j->contains("names") || !(*j)["names"].is_array() || (*j)["names"].empty() ||
+      (*j)["names"].size() > kMaxManifests)
+    co_return rest::bad_request("the body must be {\"names\": [1 to " + std::to_string(kMaxManifests) + " names]}");
+  std::vector<std::string> names;
+  for (const auto& n : (*j)["names"]) {
+    if (!n.is_string()) co_return rest::bad_request("names are strings");
+    names.push_back(n.get<std::string>());
+    if (auto why = rest::check_segment(names.back())) co_return rest::bad_path(*why);
+  }
+  const std::uint64_t seq = r.s.ns.last_change();
+  auto place = co_await locate(r, *path);
+  if (!place) co_return place.error();
+  auto dir = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
+  if (!dir) co_return dir.error();
+  if (dir->type != ns::FileType::directory)
+    co_return rest::from_ns(ns::make_error_code(ns::Errc::not_dir), place->display);
+  nlohmann::json entries = nlohmann::json::array();
+  for (const std::string& name : names) {
+    const std::string display = place->display + "/" + name;
+    auto entry = co_await manifest_entry(r, dir->ino, name, display);
+    if (entry) {
+      entries.push_back(std::move(*entry));
+    } else {
+      entries.push_back({{"name", name}, {"error", {{"code", entry.error().code}, {"message", entry.error().message}}}});
+    }
+  }
+  const nlohmann::json out{{"entries", std::move(entries)}, {"last_change", seq}};
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }

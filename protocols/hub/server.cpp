@@ -26,6 +26,7 @@ constexpr Route kRoutes[] = {
     {"GET", "attr", attr},
     {"GET", "list", list},
     {"GET", "manifest", manifest},
+    {"POST", "manifests", manifests},
     {"GET", "readlink", readlink},
     // Namespace changes, decided here (metadata.cpp)
     {"POST", "mkdir", mkdir},
@@ -38,6 +39,7 @@ constexpr Route kRoutes[] = {
     // Data (data.cpp)
     {"POST", "have", have},
     {"POST", "chunks", chunks},
+    {"POST", "dir_chunks", dir_chunks},
     {"POST", "commit", commit},
     // The change feed (feed.cpp)
     {"GET", "feed", feed},
@@ -123,6 +125,31 @@ rest::Expected<std::vector<std::string>> path_param(Request& r, std::string_view
 
 asio::awaitable<rest::Expected<rest::Place>> locate(Request& r, const std::vector<std::string>& path) {
   co_return co_await rest::locate(r.s.ns, r.c.ctx, path);
+}
+
+asio::awaitable<rest::Expected<std::string>> read_body(Request& r, std::size_t max) {
+  const auto& length = r.c.head.content_length;
+  if (!length) co_return rest::bad_request("the request needs a body with a Content-Length");
+  if (*length > max) co_return rest::too_large("the request body is over " + std::to_string(max) + " bytes");
+  std::string body(static_cast<std::size_t>(*length), '\0');
+  std::size_t got = 0;
+  while (got < body.size()) {
+    auto n = co_await r.c.ex.read_body(std::as_writable_bytes(std::span(body.data() + got, body.size() - got)));
+    if (!n) co_return rest::bad_request("reading the request body failed: " + n.error().message());
+    if (*n == 0) break;
+    got += *n;
+  }
+  if (got != body.size()) co_return rest::bad_request("the request body ended early");
+  r.wire_bytes += got;
+  co_return body;
+}
+
+asio::awaitable<rest::Expected<nlohmann::json>> read_json_body(Request& r, std::size_t max) {
+  auto body = co_await read_body(r, max);
+  if (!body) co_return body.error();
+  auto j = nlohmann::json::parse(*body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) co_return rest::bad_request("the request body must be one JSON object");
+  co_return j;
 }
 
 wire::FileAttr file_attr(const ns::Attr& a) {

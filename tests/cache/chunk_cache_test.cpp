@@ -56,7 +56,12 @@ TEST_CASE("chunk cache: RAM within its budget, victims move to the SSD tier and 
   CHECK(s.ssd_bytes <= 5000);
   CHECK(s.ssd_chunks == 5);
   CHECK(s.evictions == 0);
-  // The newest are in RAM, the next in SSD files.
+  // The newest are in RAM, the next in SSD files; holds() says which
+  // without reading them.
+  CHECK(c.holds(digest_of(chunk(7))) == ChunkCache::Held::ram);
+  CHECK(c.holds(digest_of(chunk(3))) == ChunkCache::Held::ssd);
+  CHECK(c.holds(digest_of(chunk(100))) == ChunkCache::Held::no);
+  CHECK(c.stats().ssd_hits == 0);
   auto hot = c.get(digest_of(chunk(7)));
   REQUIRE(hot);
   CHECK(*hot == chunk(7));
@@ -178,4 +183,29 @@ TEST_CASE("chunk cache: concurrent misses of one chunk run one fetch; errors and
   io.run();
   CHECK(fetches == 3);
   CHECK_FALSE(c.get(other));
+}
+
+TEST_CASE("chunk cache: a fetch that checked its bytes itself is stored as it came") {
+  auto cache = ChunkCache::open(ChunkCacheOptions{});
+  REQUIRE(cache.has_value());
+  auto& c = **cache;
+  asio::io_context io;
+  int fetches = 0;
+  const std::string content = chunk(7, 3000);
+  const Digest d = digest_of(content);
+  ChunkCache::Fetch checked = [&]() -> asio::awaitable<Result<std::string>> {
+    fetches++;
+    co_return content;
+  };
+  for (int round = 0; round < 2; ++round) {
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+      auto r = co_await c.get_or_fetch(d, checked, ChunkCache::Fetched::checked);
+      REQUIRE(r.has_value());
+      CHECK(**r == content);
+    }, asio::detached);
+    io.run();
+    io.restart();
+  }
+  CHECK(fetches == 1);  // the second came from RAM
+  CHECK(c.get(d));
 }

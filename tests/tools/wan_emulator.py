@@ -32,14 +32,13 @@ library only.
 
 import argparse
 import asyncio
+import collections
 import json
 import signal
 import socket
 import struct
 import sys
 import time
-
-READ_SIZE = 64 * 1024
 
 
 def parse_addr(text):
@@ -70,7 +69,8 @@ class Pipe:
 
 
 class Link:
-    def __init__(self, rtt_ms, rate, buffer):
+    def __init__(self, rtt_ms, rate, buffer, target):
+        self.target = target
         self.rtt = rtt_ms / 1000.0
         self.rate = rate
         self.buffer = buffer
@@ -110,119 +110,213 @@ class Link:
             self.cut_all()
 
 
-def reset_socket(writer):
+def reset_transport(transport):
     """Close with RST (SO_LINGER 0): the peer sees a reset, not a clean end."""
-    sock = writer.get_extra_info("socket")
+    sock = transport.get_extra_info("socket")
     if sock is not None:
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         except OSError:
             pass
-    writer.transport.abort()
+    transport.abort()
+
+
+class Half:
+    """One direction of one connection: bytes read from `src` wait in order
+    until the pipe has carried them, then are written to `dst`. Callbacks on
+    the event loop, one timer per direction: no task wakes per read."""
+
+    def __init__(self, conn, pipe, towards_client):
+        self.conn = conn
+        self.pipe = pipe
+        self.towards_client = towards_client
+        self.src = None  # the transport read from, set when its side connects
+        self.dst = None  # the transport written to, set once both sides are connected
+        self.queue = collections.deque()  # (arrival time, bytes, or None for end of stream)
+        self.in_flight = 0
+        self.reading_paused = False
+        self.dst_full = False  # the destination's send buffer is full: wait for it
+        self.timer = None
+        self.end_queued = False
+        self.ended = False  # end of stream delivered
+
+    def received(self, data):
+        if self.end_queued:
+            return  # the destination is gone
+        self.queue.append((self.pipe.schedule(len(data)), data))
+        self.in_flight += len(data)
+        if self.in_flight >= self.conn.link.buffer and not self.reading_paused:
+            self.reading_paused = True
+            self.src.pause_reading()
+        self.arm()
+
+    def end(self):
+        """End of stream from src, delivered after the data (a half close travels on)."""
+        if self.end_queued:
+            return
+        self.end_queued = True
+        self.queue.append((self.pipe.schedule(0), None))
+        self.arm()
+
+    def drop(self):
+        """The destination is gone: what waits for it is dropped."""
+        self.stop()
+        self.queue.clear()
+        self.end_queued = True
+        if not self.ended:
+            self.ended = True
+            self.conn.ended()
+
+    def arm(self):
+        if self.timer is None and self.queue and self.dst and not self.dst_full and not self.conn.closed:
+            self.timer = asyncio.get_running_loop().call_at(self.queue[0][0], self.deliver)
+
+    def deliver(self):
+        self.timer = None
+        now = asyncio.get_running_loop().time()
+        while self.queue and self.queue[0][0] <= now and not self.dst_full and not self.conn.closed:
+            _, data = self.queue.popleft()
+            if data is None:
+                try:
+                    if self.dst.can_write_eof():
+                        self.dst.write_eof()
+                except OSError:
+                    pass  # the destination is gone already
+                self.ended = True
+                self.conn.ended()
+                return
+            self.dst.write(data)
+            self.pipe.bytes += len(data)
+            self.in_flight -= len(data)
+            if self.towards_client:
+                self.conn.link.delivered_down(len(data))
+        if self.reading_paused and self.in_flight < self.conn.link.buffer and not self.conn.closed:
+            self.reading_paused = False
+            self.src.resume_reading()
+        self.arm()
+
+    def stop(self):
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+
+class Side(asyncio.Protocol):
+    """One socket of a connection (the client's or the server's)."""
+
+    def __init__(self, conn, inbound, outbound, on_made=None):
+        self.conn = conn
+        self.inbound = inbound    # the half that carries what this side sends
+        self.outbound = outbound  # the half that writes to this side
+        self.on_made = on_made
+        self.transport = None
+
+    def connection_made(self, transport):
+        self.transport = transport
+        self.inbound.src = transport
+        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.on_made:
+            self.on_made()
+
+    def data_received(self, data):
+        self.inbound.received(data)
+
+    def eof_received(self):
+        self.inbound.end()
+        return True  # keep writing the other direction
+
+    def connection_lost(self, exc):
+        if not self.conn.started:  # the client left before the target answered
+            self.conn.closed = True
+            return
+        # A reset or a close travels on as an end of stream after the data;
+        # nothing more reaches this side.
+        self.inbound.end()
+        self.outbound.drop()
+
+    def pause_writing(self):
+        self.outbound.dst_full = True
+
+    def resume_writing(self):
+        self.outbound.dst_full = False
+        self.outbound.arm()
 
 
 class Connection:
-    def __init__(self, link, client_reader, client_writer, server_reader, server_writer):
+    def __init__(self, link):
         self.link = link
-        self.cr, self.cw = client_reader, client_writer
-        self.sr, self.sw = server_reader, server_writer
-        self.tasks = []
+        self.up = Half(self, link.up, False)
+        self.down = Half(self, link.down, True)
+        self.client = Side(self, self.up, self.down, self.client_made)
+        self.server = Side(self, self.down, self.up)
+        self.started = False  # both sides connected
         self.closed = False
+
+    def client_made(self):
+        """Accepted: connect to the target (what the client sends meanwhile
+        waits), or refuse."""
+        if self.link.is_down:
+            self.refuse()
+        else:
+            asyncio.ensure_future(self.connect())
+
+    def refuse(self):
+        self.link.refused += 1
+        self.closed = True
+        reset_transport(self.client.transport)
+
+    async def connect(self):
+        try:
+            await asyncio.get_running_loop().create_connection(lambda: self.server, *self.link.target)
+        except OSError:
+            self.refuse()
+            return
+        if self.closed:  # the client left meanwhile
+            self.server.transport.close()
+            return
+        self.link.accepted += 1
+        self.link.connections.add(self)
+        self.start()
+
+    def start(self):
+        """Both sides are connected: bytes may flow."""
+        self.up.dst, self.down.dst = self.server.transport, self.client.transport
+        self.started = True
+        self.up.arm()
+        self.down.arm()
+
+    def ended(self):
+        if self.up.ended and self.down.ended:
+            self.close()
+
+    def close(self):
+        """Both directions ended (or a side failed): close both sockets, sending what they hold."""
+        if self.closed:
+            return
+        self.closed = True
+        self.finish()
+        for side in (self.client, self.server):
+            if side.transport is not None:
+                side.transport.close()
 
     def reset(self):
         if self.closed:
             return
         self.closed = True
-        reset_socket(self.cw)
-        reset_socket(self.sw)
-        for t in self.tasks:
-            t.cancel()
+        self.finish()
+        for side in (self.client, self.server):
+            if side.transport is not None:
+                reset_transport(side.transport)
 
-    async def run(self):
-        up = asyncio.Queue()
-        down = asyncio.Queue()
-        self.in_flight = {id(up): 0, id(down): 0}
-        self.room = {id(up): asyncio.Event(), id(down): asyncio.Event()}
-        for ev in self.room.values():
-            ev.set()
-        self.tasks = [
-            asyncio.ensure_future(self.read(self.cr, up, self.link.up)),
-            asyncio.ensure_future(self.deliver(up, self.sw, self.link.up, False)),
-            asyncio.ensure_future(self.read(self.sr, down, self.link.down)),
-            asyncio.ensure_future(self.deliver(down, self.cw, self.link.down, True)),
-        ]
-        try:
-            await asyncio.gather(*self.tasks)
-        except (asyncio.CancelledError, ConnectionError, OSError):
-            pass
-        finally:
-            self.link.connections.discard(self)
-            if not self.closed:
-                self.closed = True
-                for w in (self.cw, self.sw):
-                    w.close()
-
-    async def read(self, reader, queue, pipe):
-        key = id(queue)
-        while True:
-            await self.room[key].wait()
-            try:
-                data = await reader.read(READ_SIZE)
-            except (ConnectionError, OSError):
-                data = b""
-            if not data:
-                await queue.put((pipe.schedule(0), None))  # end of stream, after the data
-                return
-            self.in_flight[key] += len(data)
-            if self.in_flight[key] >= self.link.buffer:
-                self.room[key].clear()
-            await queue.put((pipe.schedule(len(data)), data))
-
-    async def deliver(self, queue, writer, pipe, towards_client):
-        key = id(queue)
-        while True:
-            at, data = await queue.get()
-            wait = at - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            if data is None:
-                # A half close travels on: the other side may still answer.
-                if writer.can_write_eof():
-                    writer.write_eof()
-                return
-            writer.write(data)
-            await writer.drain()
-            pipe.bytes += len(data)
-            self.in_flight[key] -= len(data)
-            if self.in_flight[key] < self.link.buffer:
-                self.room[key].set()
-            if towards_client:
-                self.link.delivered_down(len(data))
+    def finish(self):
+        self.up.stop()
+        self.down.stop()
+        self.link.connections.discard(self)
 
 
 class Emulator:
     def __init__(self, args):
-        self.target = parse_addr(args.target)
-        self.link = Link(args.rtt_ms, args.rate, args.buffer)
-
-    async def on_client(self, cr, cw):
-        link = self.link
-        cw.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if link.is_down:
-            link.refused += 1
-            reset_socket(cw)
-            return
-        try:
-            sr, sw = await asyncio.open_connection(*self.target)
-        except OSError:
-            link.refused += 1
-            reset_socket(cw)
-            return
-        sw.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        link.accepted += 1
-        conn = Connection(link, cr, cw, sr, sw)
-        link.connections.add(conn)
-        await conn.run()
+        self.link = Link(args.rtt_ms, args.rate, args.buffer, parse_addr(args.target))
 
     async def on_control(self, reader, writer):
         link = self.link
@@ -258,11 +352,11 @@ class Emulator:
         writer.close()
 
     async def main(self, args):
+        loop = asyncio.get_running_loop()
         listen = parse_addr(args.listen)
         control = parse_addr(args.control)
-        server = await asyncio.start_server(self.on_client, *listen)
+        server = await loop.create_server(lambda: Connection(self.link).client, *listen)
         ctl = await asyncio.start_server(self.on_control, *control)
-        loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGUSR1, self.link.cut_all)
         stop = asyncio.Event()
         loop.add_signal_handler(signal.SIGTERM, stop.set)

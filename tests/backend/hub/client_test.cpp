@@ -158,6 +158,65 @@ TEST_CASE("metadata, manifests and verified chunks over the emulated WAN; parall
   CHECK(none.error().status == 404);
 }
 
+TEST_CASE("manifests and fetch_files: many files of one directory in few requests") {
+  Loop loop;
+  const std::string big = read_file(env("WEFT_HUB_EXPECT"));
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += "hello hub\n";
+  auto o = options(env("WEFT_HUB_WAN_URL"));
+  o.batch_bytes = 1 << 20;
+  auto c = client(loop, o);
+
+  auto ms = loop.wait(c->manifests("data/seed", {"text.txt", "big.bin", "missing"}));
+  REQUIRE(ms.has_value());
+  CHECK(ms->last_change > 0);
+  REQUIRE(ms->entries.size() == 3);
+  CHECK(ms->entries[0].name == "text.txt");
+  CHECK_FALSE(ms->entries[0].error);
+  CHECK(ms->entries[0].manifest.size == text.size());
+  auto one = loop.wait(c->manifest("data/seed/big.bin", 0));
+  REQUIRE(one.has_value());
+  CHECK(ms->entries[1].manifest.chunks.size() == one->chunks.size());
+  CHECK(ms->entries[1].attr.size == big.size());
+  REQUIRE(ms->entries[2].error);
+  CHECK(ms->entries[2].error->code == "not_found");
+  auto too_many = loop.wait(c->manifests("data/seed", std::vector<std::string>(Client::kMaxManifests + 1, "x")));
+  CHECK_FALSE(too_many.has_value());
+
+  // Both files, the small one first: batches of about 1 MiB span the two.
+  std::vector<FileChunks> files;
+  for (const auto& e : {ms->entries[0], ms->entries[1]}) files.push_back({e.name, e.manifest.version, e.manifest.chunks});
+  const std::uint64_t before = c->stats().requests;
+  auto got = loop.wait(c->fetch_files("data/seed", files));
+  REQUIRE(got.has_value());
+  CHECK(join(*got) == text + big);
+  const std::uint64_t requests = c->stats().requests - before;
+  MESSAGE(requests, " requests for ", got->size(), " chunks of two files");
+  CHECK(requests <= (text.size() + big.size()) / (1 << 20) + 2);
+  // A digest of another file is refused as a whole.
+  files[0].chunks = {files[1].chunks[0]};
+  auto wrong = loop.wait(c->fetch_files("data/seed", {files[0]}));
+  REQUIRE_FALSE(wrong.has_value());
+  CHECK(wrong.error().status == 404);
+}
+
+TEST_CASE("idle connections the link dropped meanwhile are replaced, however many there are") {
+  Loop loop;
+  auto o = options(env("WEFT_HUB_WAN_URL"));
+  o.connections = 6;
+  o.batch_bytes = 1 << 20;
+  auto c = client(loop, o);
+  auto m = loop.wait(c->manifest("data/seed/big.bin", 0));
+  REQUIRE(m.has_value());
+  REQUIRE(loop.wait(c->fetch("data/seed/big.bin", m->version, m->chunks)).has_value());  // leaves several idle
+  emulator("cut");
+  auto a = loop.wait(c->attr("data/seed/big.bin"));
+  const std::string why = a ? "" : a.error().message;
+  REQUIRE_MESSAGE(a.has_value(), why);
+  auto again = loop.wait(c->fetch("data/seed/big.bin", m->version, m->chunks));
+  CHECK(again.has_value());
+}
+
 TEST_CASE("commits send only what the hub lacks; a stale base conflicts") {
   Loop loop;
   auto c = client(loop, options(env("WEFT_HUB_URL")));

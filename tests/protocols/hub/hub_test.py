@@ -165,6 +165,88 @@ class MetadataAndDataTest(HubCase):
         self.error(self.s.post(self.base + "rmdir", params={"path": "data"}), 409, "export_root")
 
 
+class BatchedCallsTest(HubCase):
+    """manifests and dir_chunks: many files of one directory per request."""
+
+    def test_manifests_answer_each_name(self):
+        noise = os.urandom(300 * 1024)
+        text = b"".join(b"row %06d of a compressible file\n" % i for i in range(3000))
+        self.put("data/bd/a.bin", noise)
+        self.put("data/bd/b.txt", text)
+        self.put("data/bd/sub/c", b"below")
+        self.put("data/eu/secret.bin", b"stays in eu")
+        r = self.call("POST", "manifests", params={"path": "data/bd"},
+                      json={"names": ["a.bin", "b.txt", "sub", "missing"]}).json()
+        self.assertGreater(r["last_change"], 0)
+        self.assertEqual([e["name"] for e in r["entries"]], ["a.bin", "b.txt", "sub", "missing"])
+        for e, content, path in ((r["entries"][0], noise, "data/bd/a.bin"), (r["entries"][1], text, "data/bd/b.txt")):
+            one = self.call("GET", "manifest", params={"path": path}).json()
+            self.assertEqual(e["manifest"]["chunks"], one["chunks"])
+            self.assertEqual((e["manifest"]["size"], e["manifest"]["version"]), (len(content), one["version"]))
+            self.assertEqual(e["attr"]["ino"], one["attr"]["ino"])
+            self.assertNotIn("error", e)
+        self.assertEqual(r["entries"][2]["error"]["code"], "not_a_file")
+        self.assertEqual(r["entries"][3]["error"]["code"], "not_found")
+        # A name the region may not have is refused on its own; the
+        # directory itself refused as a whole.
+        r = self.call("POST", "manifests", params={"path": "data"}, json={"names": ["eu", "bd"]}).json()
+        self.assertEqual(r["entries"][0]["error"]["code"], "residency_denied")
+        self.assertEqual(r["entries"][1]["error"]["code"], "not_a_file")
+        self.error(self.s.post(self.base + "manifests", params={"path": "data/eu"}, json={"names": ["secret.bin"]}),
+                   403, "residency_denied")
+        # Malformed requests.
+        for body in ({"names": []}, {"names": ["x"] * 1001}, {"names": [1]}, {"other": []}, ["a.bin"]):
+            self.error(self.s.post(self.base + "manifests", params={"path": "data/bd"}, json=body), 400, "bad_request")
+        self.error(self.s.post(self.base + "manifests", params={"path": "data/bd"}, data=b"not json"), 400, "bad_request")
+        for name in ("..", "a/b", ""):
+            self.error(self.s.post(self.base + "manifests", params={"path": "data/bd"}, json={"names": [name]}),
+                       400, "bad_path")
+        self.error(self.s.post(self.base + "manifests", params={"path": "data/bd/a.bin"}, json={"names": ["x"]}),
+                   409, "not_a_directory")
+
+    def test_dir_chunks_spans_files(self):
+        noise = os.urandom(200 * 1024)
+        text = b"".join(b"line %06d, compressible\n" % i for i in range(4000))
+        self.put("data/dc/n.bin", noise)
+        self.put("data/dc/t.txt", text)
+        self.put("data/eu/e.bin", b"stays in eu")
+        ms = self.call("POST", "manifests", params={"path": "data/dc"}, json={"names": ["n.bin", "t.txt"]}).json()
+        files = [{"name": e["name"], "version": e["manifest"]["version"],
+                  "chunks": [c["sha256"] for c in e["manifest"]["chunks"]]} for e in ms["entries"]]
+        r = self.call("POST", "dir_chunks", params={"path": "data/dc"}, json={"files": files})
+        self.assertEqual(r.headers["Content-Type"], "application/octet-stream")
+        got = frames.parse(r.content)
+        self.assertEqual([g[0].hex() for g in got], files[0]["chunks"] + files[1]["chunks"])
+        self.assertEqual(b"".join(g[3] for g in got), noise + text)
+        self.assertEqual({g[2] for g in got}, {0, 1})  # noise raw, text compressed
+        # Part of a file, and the same file twice.
+        part = [dict(files[1], chunks=files[1]["chunks"][-1:]), dict(files[0], chunks=files[0]["chunks"][:1])]
+        got = frames.parse(self.call("POST", "dir_chunks", params={"path": "data/dc"}, json={"files": part}).content)
+        self.assertEqual([g[0].hex() for g in got], part[0]["chunks"] + part[1]["chunks"])
+        # Refusals: a digest of another file, version 0, a file of another
+        # region, too many chunks, malformed bodies.
+        wrong = [dict(files[0], chunks=files[1]["chunks"][:1])]
+        self.error(self.s.post(self.base + "dir_chunks", params={"path": "data/dc"}, json={"files": wrong}),
+                   404, "not_found")
+        self.error(self.s.post(self.base + "dir_chunks", params={"path": "data/dc"},
+                               json={"files": [dict(files[0], version=0)]}), 400, "bad_request")
+        em = self.session("eu-west-1").get(self.base + "manifest", params={"path": "data/eu/e.bin"}).json()
+        eu = [{"name": "e.bin", "version": em["version"], "chunks": [c["sha256"] for c in em["chunks"]]}]
+        r = self.s.post(self.base + "dir_chunks", params={"path": "data/eu"}, json={"files": eu})
+        self.error(r, 403, "residency_denied")
+        r = self.s.post(self.base + "dir_chunks", params={"path": "data"},
+                        json={"files": [dict(eu[0], name="eu")]})
+        self.error(r, 403, "residency_denied")
+        self.assertNotIn(b"stays in eu", r.content)
+        many = [dict(files[0], chunks=files[0]["chunks"][:1] * 1025)]
+        self.error(self.s.post(self.base + "dir_chunks", params={"path": "data/dc"}, json={"files": many}),
+                   413, "too_large")
+        for body in ({"files": [{"name": "n.bin"}]}, {"files": [dict(files[0], chunks=["zz"])]}, {"x": 1}):
+            self.error(self.s.post(self.base + "dir_chunks", params={"path": "data/dc"}, json=body), 400, "bad_request")
+        self.error(self.s.post(self.base + "dir_chunks", params={"path": "data/dc"},
+                               json={"files": [dict(files[0], name="../x")]}), 400, "bad_path")
+
+
 class CommitTest(HubCase):
     def commit(self, path, body, base_ino, base_version, status=200):
         r = self.s.post(self.base + "commit", data=body,

@@ -230,6 +230,60 @@ class ReadPathTest(unittest.TestCase):
             self.assertEqual(r.status_code, 404)
 
 
+def hub_calls(hub):
+    """{call: requests} of the hub protocol so far, from the hub's metrics."""
+    text = requests.get("http://%s/metrics" % hub.rest).text
+    out = {}
+    for line in text.splitlines():
+        if line.startswith('weft_hub_requests_total{call="'):
+            name, _, value = line[len('weft_hub_requests_total{call="'):].partition('"} ')
+            out[name] = float(value)
+    return out
+
+
+class ListingOrderTest(unittest.TestCase):
+    """A data loader lists a directory, then reads its files one at a time in
+    listing order, through a link with a long round trip: the spoke fetches
+    the next files' manifests and chunks ahead, several files per request,
+    so most reads wait for no round trip at all."""
+
+    RTT = 0.1
+    FILES = 40
+
+    def test_files_read_in_listing_order_are_fetched_ahead(self):
+        hub = Site(WEFT)
+        spoke = None
+        try:
+            # Small ones read without a handle (S3 GET of a small sealed
+            # object), larger ones through an open handle.
+            files = {"seq/%03d.bin" % i: os.urandom((40 if i % 2 else 100) << 10) for i in range(self.FILES)}
+            for path, body in files.items():
+                hub_put(hub, path, body)
+            link = hub.emulator("--rtt-ms", str(self.RTT * 1000))
+            spoke = Spoke(hub, "http://" + link.address)
+            s3 = spoke.s3()
+            before = hub_calls(hub)
+            started = time.monotonic()
+            keys = [o["Key"] for o in s3.list_objects_v2(Bucket="datasets", Prefix="seq/")["Contents"]]
+            self.assertEqual(keys, sorted(files))
+            for key in keys:
+                self.assertEqual(s3_body(s3, key), files[key])
+            elapsed = time.monotonic() - started
+            calls = {k: v - before.get(k, 0) for k, v in hub_calls(hub).items()}
+            # One at a time, each file would cost two round trips (its
+            # manifest, then its chunks): 8 s here.
+            self.assertLess(elapsed, self.FILES * 2 * self.RTT / 2, (elapsed, calls))
+            self.assertGreaterEqual(calls.get("manifests", 0), 1, calls)
+            self.assertGreaterEqual(calls.get("dir_chunks", 0), 1, calls)
+            self.assertLessEqual(calls.get("manifest", 0), 2, calls)  # the files read before the order showed
+            self.assertLessEqual(calls.get("chunks", 0), 2, calls)
+            s3.close()
+        finally:
+            for site in (spoke, hub):
+                if site:
+                    self.assertEqual(site.stop(), 0)
+
+
 class HubDownTest(unittest.TestCase):
     """The hub stops: a strict mount (set up by flags) fails at once with a
     clear error, an available one (by config) serves what it has cached."""
