@@ -56,23 +56,25 @@ struct Context {
   Context& operator=(const Context&) = delete;
 };
 
+// libnfs's result `rc` (a negated errno) as an Error about `what`.
+Error nfs_error(nfs_context* nfs, int rc, std::string_view what) {
+  const char* detail = nfs_get_error(nfs);
+  std::string message = std::string(what) + ": " + std::strerror(-rc);
+  if (detail && *detail) message += " (" + std::string(detail) + ")";
+  Errc code = errc_of_errno(-rc);
+  // libnfs reports a failed RPC (the connection, not the server's answer)
+  // as EFAULT or EIO with an RPC message.
+  if ((rc == -EFAULT || rc == -EIO) && detail && std::strstr(detail, "RPC")) code = Errc::unavailable;
+  return failure(code, std::move(message));
+}
+
 class NfsFile;
 
 class NfsSession final : public PosixSession {
  public:
   explicit NfsSession(std::unique_ptr<Context> ctx) : ctx_(std::move(ctx)) {}
 
-  // libnfs's result `rc` (a negated errno) as an Error about `what`.
-  Error error(int rc, std::string_view what) const {
-    const char* detail = nfs_get_error(ctx_->nfs);
-    std::string message = std::string(what) + ": " + std::strerror(-rc);
-    if (detail && *detail) message += " (" + std::string(detail) + ")";
-    Errc code = errc_of_errno(-rc);
-    // libnfs reports a failed RPC (the connection, not the server's answer)
-    // as EFAULT or EIO with an RPC message.
-    if ((rc == -EFAULT || rc == -EIO) && detail && std::strstr(detail, "RPC")) code = Errc::unavailable;
-    return failure(code, std::move(message));
-  }
+  Error error(int rc, std::string_view what) const { return nfs_error(ctx_->nfs, rc, what); }
 
   Result<Attr> stat(const std::string& path) override {
     nfs_stat_64 st{};
@@ -191,8 +193,7 @@ Result<std::unique_ptr<PosixSession>> connect(const NfsOptions& o) {
   const int rc = nfs_mount(ctx->nfs, url->server, url->path);
   nfs_destroy_url(url);
   if (rc < 0) {
-    NfsSession failed(std::move(ctx));
-    Error e = failed.error(rc, "mount " + o.url);
+    Error e = nfs_error(ctx->nfs, rc, "mount " + o.url);
     // A refused MOUNT comes back as a generic failure; libnfs names the status.
     if (e.message.find("MNT3ERR_ACCES") != std::string::npos || e.message.find("MNT3ERR_PERM") != std::string::npos)
       e.code = Errc::permission;

@@ -53,8 +53,9 @@ struct Poller::Impl {
       : executor(std::move(ex)), source(std::move(src)), options(opt), wake(executor, 1) {}
 
   struct Watch {
-    std::uint64_t generation = 0;             // which watch() this is
-    std::optional<std::vector<Entry>> listing;  // nullopt until the first
+    std::uint64_t generation = 0;  // which watch() this is
+    // The last listing (null until the first), shared with polls in flight.
+    std::shared_ptr<const std::vector<Entry>> listing;
   };
 
   asio::any_io_executor executor;
@@ -93,7 +94,7 @@ struct Poller::Impl {
       std::lock_guard lock(mu);
       auto it = dirs.find(dir);
       if (it == dirs.end() || it->second.generation != before.generation) co_return;
-      it->second.listing = std::move(after);
+      it->second.listing = std::make_shared<const std::vector<Entry>>(std::move(after));
     }
     std::lock_guard lock(out_mu);
     out.changes.insert(out.changes.end(), std::make_move_iterator(changes.begin()),
@@ -109,8 +110,10 @@ Poller::Poller(asio::any_io_executor executor, std::shared_ptr<Source> source, P
 Poller::~Poller() { stop(); }
 
 void Poller::watch(std::string dir, std::optional<std::vector<Entry>> baseline) {
+  std::shared_ptr<const std::vector<Entry>> listing;
+  if (baseline) listing = std::make_shared<const std::vector<Entry>>(std::move(*baseline));
   std::lock_guard lock(impl_->mu);
-  impl_->dirs[std::move(dir)] = Impl::Watch{impl_->next_generation++, std::move(baseline)};
+  impl_->dirs[std::move(dir)] = Impl::Watch{impl_->next_generation++, std::move(listing)};
 }
 
 void Poller::unwatch(const std::string& dir) {
