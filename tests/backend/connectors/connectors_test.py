@@ -23,6 +23,7 @@ cannot run here. Standard library, plus requests (weft) and boto3 (moto)."""
 
 import argparse
 import concurrent.futures
+import ctypes
 import os
 import pathlib
 import pwd
@@ -38,6 +39,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "protocols" / "rest"))
 
 SKIP = 77
+PR_SET_CHILD_SUBREAPER = 36
 BUCKET = "conn"
 START_TIMEOUT = 30
 
@@ -64,6 +66,16 @@ def wait_port(port, proc, what):
         except OSError:
             time.sleep(0.1)
     raise AssertionError("%s does not listen on %d after %d s" % (what, port, START_TIMEOUT))
+
+
+def stop_process(proc, log):
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    log.close()
 
 
 def pattern(n, seed):
@@ -173,11 +185,13 @@ class Moto:
             skip("moto_server is not installed (pip package moto[server])")
         self.port = free_port()
         self.log = open(tmp / "moto.log", "wb")
+        self.tmp = tmp
         self.proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(self.port)], stdout=self.log,
                                      stderr=subprocess.STDOUT)
+
+    def setup(self):
         if not wait_port(self.port, self.proc, "moto_server"):
-            self.log.close()
-            skip("moto_server exited at once:\n" + (tmp / "moto.log").read_text(errors="replace")[-2000:])
+            skip("moto_server exited at once:\n" + (self.tmp / "moto.log").read_text(errors="replace")[-2000:])
         url = "http://127.0.0.1:%d" % self.port
         self.env = {"WEFT_CONN_KIND": "s3", "WEFT_CONN_MUTATOR": "s3", "WEFT_CONN_S3_URL": url,
                     "WEFT_CONN_S3_BUCKET": BUCKET, "WEFT_CONN_S3_KEY": "AKIDCONNECTORS",
@@ -188,9 +202,7 @@ class Moto:
         self.client.s3.create_bucket(Bucket=BUCKET)
 
     def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
-        self.log.close()
+        stop_process(self.proc, self.log)
         return 0
 
 
@@ -202,6 +214,10 @@ class WeftSite:
         protocols = ("rest", "nfs") if kind == "nfs" else ("rest", "s3")
         args = ["--s3-tls", "127.0.0.1:0"] if tls else []
         self.gw = Gateway(weft, protocols=protocols, prefix="weft-conn-", args=args)
+        self.kind, self.tls = kind, tls
+
+    def setup(self):
+        kind, tls = self.kind, self.tls
         user, password = self.gw.admin
         prefix = "nested/base" if tls else ""
         base = "data/" + BUCKET + ("/" + prefix if prefix else "")
@@ -297,9 +313,28 @@ class Samba:
         subprocess.run(["smbpasswd", "-c", str(conf), "-s", "-a", user], input="%s\n%s\n" % (password, password),
                        text=True, check=True, stdout=subprocess.DEVNULL)
         self.log = open(d / "log" / "smbd.out", "wb")
+        # smbd's children outlive its main process by a moment when it stops;
+        # as their subreaper this script reaps them (init here does not).
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         # Its own session: smbd signals its whole process group when it stops.
         self.proc = subprocess.Popen([smbd, "--foreground", "--no-process-group", "-s", str(conf), "--debug-stdout"],
                                      stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.user, self.password, self.share = user, password, share
+
+    def stop(self):
+        stop_process(self.proc, self.log)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break  # none left
+            if pid == 0:
+                time.sleep(0.05)
+        return 0
+
+    def setup(self):
+        user, password, share = self.user, self.password, self.share
         if not wait_port(self.port, self.proc, "smbd"):
             raise AssertionError("smbd exited with %d" % self.proc.returncode)
         self.env = {"WEFT_CONN_KIND": "smb", "WEFT_CONN_MUTATOR": "local", "WEFT_CONN_SMB_DIR": str(share),
@@ -310,15 +345,6 @@ class Samba:
         self.client = LocalClient.from_env()
         self.many = 300
 
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-        return 0
 
 
 def seed(client, many, expect):
@@ -377,6 +403,7 @@ def main():
                 raise SystemExit("--weft is needed for " + args.server)
             kind = "nfs" if args.server == "weft-nfs" else "s3"
             server = WeftSite(args.weft, kind, tls=args.server == "weft-s3-tls")
+        server.setup()  # once `server` is set, so that a failure here still stops it
         expect = tmp / "big.bin"
         started = time.monotonic()
         seed(server.client, server.many, expect)
