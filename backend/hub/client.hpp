@@ -79,6 +79,13 @@ struct CommitChunk {
   std::string bytes;
 };
 
+// The fields a setattr changes; absent ones stay.
+struct SetAttrs {
+  std::optional<std::uint32_t> mode, uid, gid;
+  std::optional<std::uint64_t> size;  // truncates or extends: a new version
+  std::optional<std::int64_t> mtime_ns, atime_ns;  // not negative
+};
+
 struct Stats {
   std::uint64_t requests = 0;
   std::uint64_t wire_bytes_in = 0;     // response bodies as received
@@ -101,19 +108,23 @@ class Client {
   // batch_bytes over up to `connections` connections at once.
   boost::asio::awaitable<Result<std::vector<std::string>>> fetch(std::string path, std::uint64_t version,
                                                                  std::vector<wire::ChunkRef> chunks);
-  // For each digest, whether the hub lacks it.
+  // For each digest, whether the hub lacks it (asked in requests of at most
+  // the hub's 32768 digests).
   boost::asio::awaitable<Result<std::vector<bool>>> missing(std::vector<wire::Digest> digests);
   // A new version of `path` unless it changed since (base_ino, base_version);
   // (0, 0): a new file. Error code "conflict" or "missing_chunks" (body says which).
+  // `chunks` is read when the call is awaited: keep it alive until then (a
+  // caller that resends after missing_chunks keeps its one copy).
   boost::asio::awaitable<Result<Attr>> commit(std::string path, std::uint64_t base_ino,
                                               std::uint64_t base_version, std::uint32_t mode,
-                                              std::vector<CommitChunk> chunks);
+                                              const std::vector<CommitChunk>& chunks);
   boost::asio::awaitable<Result<Attr>> mkdir(std::string path, std::uint32_t mode);
   boost::asio::awaitable<Result<Attr>> create(std::string path, std::uint32_t mode, bool exclusive);
   boost::asio::awaitable<Result<std::uint64_t>> remove(std::string path);
   boost::asio::awaitable<Result<std::uint64_t>> rmdir(std::string path);
   boost::asio::awaitable<Result<Attr>> rename(std::string from, std::string to, bool no_replace);
   boost::asio::awaitable<Result<Attr>> symlink(std::string path, std::string target);
+  boost::asio::awaitable<Result<Attr>> setattr(std::string path, SetAttrs changes);
   // The link's content, with its attributes.
   boost::asio::awaitable<Result<std::pair<std::string, Attr>>> readlink(std::string path);
 
