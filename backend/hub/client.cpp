@@ -164,7 +164,8 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
       req.body().assign(body);
       req.prepare_payload();
       req.keep_alive(true);
-      c->stream.expires_after(opt.timeout);
+      // A large body (a commit) gets time for its transfer too, at 1 MB/s.
+      c->stream.expires_after(opt.timeout + std::chrono::milliseconds(body.size() / 1000));
       auto [wec, wn] = co_await bhttp::async_write(c->stream, req, kUse);
       bhttp::response_parser<bhttp::string_body> parser;
       parser.body_limit(kResponseLimit);

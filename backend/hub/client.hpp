@@ -7,7 +7,8 @@
 //
 // Contract:
 //  - Every call is a coroutine; it may be called from any executor and
-//    concurrently. Each request has the options' timeout; a connection that
+//    concurrently. Each request has the options' timeout (plus, for a
+//    request body, a millisecond per kilobyte to send it); a connection that
 //    fails is dropped and the request fails (calls are not retried here: the
 //    caller knows which are idempotent).
 //  - fetch() returns exactly the requested chunks, each verified against

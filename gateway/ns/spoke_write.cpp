@@ -211,6 +211,29 @@ asio::awaitable<Status> fill(Spokes& spokes, Namespace::Impl& ns, const OpContex
   co_return Status{};
 }
 
+// A file whose writers here have committed all they wrote follows the hub:
+// when another site committed a newer version (`a`, current by
+// close-to-open), the next write starts from that one, not from the
+// content this spoke staged before (an NFS client's write handle outlives
+// its opens and closes).
+asio::awaitable<void> follow(std::shared_ptr<Staged> sp, Attr a) {
+  Staged& s = *sp;
+  auto newer = [&] { return !s.replaces && s.changes == s.committed && a.version > s.base_version; };
+  {
+    std::lock_guard lock(s.mu);
+    if (!newer()) co_return;
+  }
+  auto gate = co_await hold(s);
+  std::lock_guard lock(s.mu);
+  if (!newer()) co_return;
+  if (s.fd >= 0) ::close(s.fd);
+  s.fd = -1;
+  s.filled = false;
+  s.base_version = a.version;
+  s.size = a.size;
+  s.mtime_ns = a.mtime_ns;
+}
+
 asio::awaitable<Status> truncate(Spokes& spokes, Namespace::Impl& ns, const OpContext& ctx, std::shared_ptr<Staged> sp,
                                  std::uint64_t size) {
   auto op = fill(spokes, ns, ctx, sp, size);
@@ -529,6 +552,7 @@ Task<void> Spokes::attach_writer(const OpContext& ctx, OpenFile& of, const Attr&
     s = slot;
   }
   of.staged = s;
+  co_await follow(s, a);
   if (flags.truncate) {
     auto op = truncate(*this, ns_, ctx, s, 0);
     if (auto t = co_await std::move(op); !t) {
@@ -618,6 +642,16 @@ Task<std::size_t> Spokes::write(const OpContext& ctx, Handle h, std::uint64_t of
   const std::uint64_t max = ns_.opt.max_file_size;
   if (offset > max || data.size() > max - offset) co_return Errc::too_big;
   if (data.empty()) co_return std::size_t{0};
+  bool clean;
+  {
+    std::lock_guard lock(s->mu);
+    clean = !s->replaces && s->changes == s->committed;
+  }
+  if (clean) {
+    auto a = co_await getattr(ctx, s->ino);
+    if (!a) co_return a.error();
+    co_await follow(s, *a);
+  }
   auto op = fill(*this, ns_, ctx, s, std::numeric_limits<std::uint64_t>::max());
   if (auto f = co_await std::move(op); !f) co_return f.error();
   std::lock_guard lock(s->mu);
@@ -846,6 +880,7 @@ Task<Attr> Spokes::setattr(const OpContext& ctx, Ino ino, const SetAttr& changes
     // Open writers here truncate what they stage; otherwise the hub does
     // (a new version).
     if (auto s = staged_of(*state_, ino)) {
+      co_await follow(s, *a);
       auto op = truncate(*this, ns_, ctx, s, *changes.size);
       if (auto t = co_await std::move(op); !t) co_return t.error();
     } else {
