@@ -168,6 +168,7 @@ void start_feed(std::shared_ptr<State> st, Mount& m, std::uint64_t after) {
       // can be trusted, and the feed must start again from the hub's present.
       if (why && why->kind == hub::Error::Kind::refused && why->status == 409 && !mp->stopped) {
         mp->drop_cache();
+        mp->feed_seen = 0;  // positions in the lost log
         lost_log = std::move(mp->feed);
       }
     }
@@ -187,7 +188,7 @@ void start_feed(std::shared_ptr<State> st, Mount& m, std::uint64_t after) {
     return;
   }
   m.feed = std::move(*feed);
-  m.feed_seen = after;
+  m.feed_seen = std::max(m.feed_seen, after);  // its first changes may have come already
 }
 
 }  // namespace

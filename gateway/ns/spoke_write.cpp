@@ -29,6 +29,7 @@
 #include <filesystem>
 #include <limits>
 #include <set>
+#include <shared_mutex>
 
 namespace weft::ns {
 
@@ -51,15 +52,21 @@ struct Spokes::Staged {
   bool replaces = false;  // a stage(): new content for a name, committed by commit(h) only
   std::uint32_t mode = 0644;
   Gate gate;              // one fill or commit at a time: a send takes it, a receive frees it
+  // The content: shared by readers (reads, a commit cutting it, for as
+  // long as that takes), unique to what changes it, which also changes the
+  // fields marked "content" under mu; so mu is held only briefly, and
+  // attribute calls (live()) never wait for a commit. Order: content, mu.
+  std::shared_mutex content;
   std::mutex mu;
   Ino dir = 0;            // guarded by mu: the local directory and the path below the
   std::string rel;        // mount (a rename here moves them)
   std::uint64_t base_ino = 0, base_version = 0;  // guarded by mu: what the next commit replaces
-  bool filled = false;    // guarded by mu: fd holds the content (before: base_version's, at the hub)
-  int fd = -1;            // guarded by mu
-  std::uint64_t size = 0;     // guarded by mu
-  std::int64_t mtime_ns = 0;  // guarded by mu
-  std::uint64_t changes = 0, committed = 0;  // guarded by mu: writes counted; those at the hub
+  bool filled = false;    // content: fd holds the content (before: base_version's, at the hub)
+  int fd = -1;            // content
+  std::uint64_t size = 0;     // content
+  std::int64_t mtime_ns = 0;  // content
+  std::uint64_t changes = 0;  // content: writes counted
+  std::uint64_t committed = 0;  // guarded by mu: the count of those at the hub
   bool removed = false;   // guarded by mu: removed here, nothing to commit
   bool finished = false;  // guarded by mu: a stage() committed, no more writes
   int writers = 0;        // guarded by State::staged_mu
@@ -99,13 +106,21 @@ Status may_change(Mount& m) {
   return {};
 }
 
-// After a change the hub decided: directory `dir` (a hub inode) maps `name`
-// to `a` now (null: to nothing). Its listing and attributes changed; the
-// epoch moves so that answers in flight, older than this, are not cached.
-void note_entry(Mount& m, std::uint64_t dir, const std::string& name, const wire::FileAttr* a) {
+// After a change the hub decided, answered as of its change-log position
+// `last`: directory `dir` (a hub inode) maps `name` to `a` now (null: to
+// nothing). Its listing and attributes changed; the epoch moves so that
+// answers in flight, older than this, are not cached. Past `last` the feed
+// invalidates what this caches; if it has applied changes past `last`
+// already, they may outdate the answer, so it is only dropped.
+void note_entry(Mount& m, std::uint64_t last, std::uint64_t dir, const std::string& name, const wire::FileAttr* a) {
   std::lock_guard lock(m.mu);
   m.epoch++;
   m.attrs.erase(dir);
+  if (m.feed_seen > last) {
+    m.dirs.erase(dir);
+    if (a) m.attrs.erase(a->ino);
+    return;
+  }
   Mount::Dir& d = m.dirs[dir];
   d.listing.reset();
   if (a) {
@@ -116,10 +131,13 @@ void note_entry(Mount& m, std::uint64_t dir, const std::string& name, const wire
   }
 }
 
-void note_attr(Mount& m, const wire::FileAttr& a) {
+void note_attr(Mount& m, std::uint64_t last, const wire::FileAttr& a) {
   std::lock_guard lock(m.mu);
   m.epoch++;
-  m.attrs[a.ino] = a;
+  if (m.feed_seen > last)
+    m.attrs.erase(a.ino);
+  else
+    m.attrs[a.ino] = a;
 }
 
 void forget(Mount& m, std::uint64_t hub_ino) {
@@ -200,6 +218,7 @@ asio::awaitable<Status> fill(Spokes& spokes, Namespace::Impl& ns, const OpContex
     if (*n == 0) break;  // the version ends before the size its attributes said
     got += *n;
   }
+  std::unique_lock content(s.content);
   std::lock_guard lock(s.mu);
   s.fd = *fd;
   s.filled = true;
@@ -224,6 +243,7 @@ asio::awaitable<void> follow(std::shared_ptr<Staged> sp, Attr a) {
     if (!newer()) co_return;
   }
   auto gate = co_await hold(s);
+  std::unique_lock content(s.content);
   std::lock_guard lock(s.mu);
   if (!newer()) co_return;
   if (s.fd >= 0) ::close(s.fd);
@@ -239,6 +259,7 @@ asio::awaitable<Status> truncate(Spokes& spokes, Namespace::Impl& ns, const OpCo
   auto op = fill(spokes, ns, ctx, sp, size);
   if (auto f = co_await std::move(op); !f) co_return f.error();
   Staged& s = *sp;
+  std::unique_lock content(s.content);
   std::lock_guard lock(s.mu);
   if (s.finished) co_return Errc::bad_handle;
   if (size == s.size) co_return Status{};
@@ -253,7 +274,7 @@ asio::awaitable<Status> truncate(Spokes& spokes, Namespace::Impl& ns, const OpCo
 // into frames[i]; Errc::busy when the file was written since it was cut.
 Status read_frames(Staged& s, std::uint64_t gen, const std::vector<data::Chunk>& chunks, const std::vector<bool>& which,
                    std::vector<hub::CommitChunk>& frames) {
-  std::lock_guard lock(s.mu);
+  std::shared_lock content(s.content);
   if (s.changes != gen) return Errc::busy;
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     if (!which[i]) continue;
@@ -329,7 +350,7 @@ asio::awaitable<Status> keep_conflict(Spokes::State& st, Namespace::Impl& ns, Mo
     if (r) {
       spdlog::warn("spoke {}: {} changed at the hub since its writers here opened it; their content is kept as {}",
                    m.name, m.hub_path(rel), m.hub_path(kept));
-      if (auto d = shadow_of(st, *ns.kv, dir)) note_entry(m, d->hub_ino, name, &r->attr);
+      if (auto d = shadow_of(st, *ns.kv, dir)) note_entry(m, r->last_change, d->hub_ino, name, &r->attr);
       co_return Status{};
     }
     if (r.error() != make_error_code(Errc::conflict) && r.error() != make_error_code(Errc::exists)) {
@@ -368,12 +389,12 @@ asio::awaitable<Result<std::optional<wire::FileAttr>>> commit_staged(Spokes::Sta
     if (auto ok = may_change(m); !ok) co_return ok.error();
     // Cut as the hub cuts (the same chunker), on the blocking pool: it reads
     // and hashes the whole file.
-    auto cut = co_await offload(ns.pool, [sp, gen]() -> Result<std::vector<data::Chunk>> {
-      std::lock_guard lock(sp->mu);
-      if (sp->changes != gen) return Errc::busy;
+    auto cut = co_await offload(ns.pool, [&s, gen]() -> Result<std::vector<data::Chunk>> {
+      std::shared_lock content(s.content);
+      if (s.changes != gen) return Errc::busy;
       std::vector<data::Chunk> chunks;
-      if (sp->filled)
-        if (int e = data::chunk_file(sp->fd, sp->size, data::ChunkParams{}, &chunks); e != 0) return from_errno(e);
+      if (s.filled)
+        if (int e = data::chunk_file(s.fd, s.size, data::ChunkParams{}, &chunks); e != 0) return from_errno(e);
       return chunks;
     });
     const bool again = attempt + 1 < kCommitAttempts;
@@ -429,9 +450,9 @@ asio::awaitable<Result<std::optional<wire::FileAttr>>> commit_staged(Spokes::Sta
       m.manifests[{a.ino, a.version}] = std::move(man);
     }
     if (!s.replaces) {
-      note_attr(m, a);
+      note_attr(m, r->last_change, a);
     } else if (auto d = shadow_of(st, *ns.kv, dir)) {
-      note_entry(m, d->hub_ino, leaf_of(rel), &a);
+      note_entry(m, r->last_change, d->hub_ino, leaf_of(rel), &a);
     }
     co_return Out(a);
   }
@@ -518,7 +539,7 @@ std::optional<Result<std::size_t>> Spokes::read_staged(const OpenFile& of, std::
                                                        std::span<std::byte> out) {
   auto s = of.staged ? of.staged : staged_of(*state_, of.ino);
   if (!s) return std::nullopt;
-  std::lock_guard lock(s->mu);
+  std::shared_lock content(s->content);
   if (!s->filled) return s->replaces ? std::optional<Result<std::size_t>>(std::size_t{0}) : std::nullopt;
   if (offset >= s->size) return std::size_t{0};
   const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), s->size - offset));
@@ -552,7 +573,8 @@ Task<void> Spokes::attach_writer(const OpContext& ctx, OpenFile& of, const Attr&
     s = slot;
   }
   of.staged = s;
-  co_await follow(s, a);
+  auto fop = follow(s, a);
+  co_await std::move(fop);
   if (flags.truncate) {
     auto op = truncate(*this, ns_, ctx, s, 0);
     if (auto t = co_await std::move(op); !t) {
@@ -650,15 +672,20 @@ Task<std::size_t> Spokes::write(const OpContext& ctx, Handle h, std::uint64_t of
   if (clean) {
     auto a = co_await getattr(ctx, s->ino);
     if (!a) co_return a.error();
-    co_await follow(s, *a);
+    auto fop = follow(s, *a);
+    co_await std::move(fop);
   }
   auto op = fill(*this, ns_, ctx, s, std::numeric_limits<std::uint64_t>::max());
   if (auto f = co_await std::move(op); !f) co_return f.error();
-  std::lock_guard lock(s->mu);
-  if (s->finished) co_return Errc::bad_handle;
+  std::unique_lock content(s->content);
+  {
+    std::lock_guard lock(s->mu);
+    if (s->finished) co_return Errc::bad_handle;
+  }
   if (of->flags.append) offset = s->size;
   if (offset + data.size() > max) co_return Errc::too_big;
   if (auto w = write_fully(s->fd, offset, data); !w) co_return w.error();
+  std::lock_guard lock(s->mu);
   s->size = std::max<std::uint64_t>(s->size, offset + data.size());
   s->mtime_ns = now_ns();
   s->changes++;
@@ -692,7 +719,8 @@ Task<void> Spokes::flush(const OpContext& ctx, Handle h) {
   if (!of) co_return Errc::bad_handle;
   // A read handle has nothing to commit, a stage() commits by commit(h) only.
   if (!of->staged || of->staged->replaces) co_return Status{};
-  auto r = co_await commit_file(ctx, of->staged);
+  auto op = commit_file(ctx, of->staged);
+  auto r = co_await std::move(op);
   if (!r) co_return r.error();
   co_return Status{};
 }
@@ -701,13 +729,15 @@ Task<Attr> Spokes::commit(const OpContext& ctx, Handle h) {
   auto of = open_file(h);
   if (!of) co_return Errc::bad_handle;
   if (!of->staged) co_return co_await getattr(ctx, of->ino);
-  co_return co_await commit_file(ctx, of->staged);
+  auto op = commit_file(ctx, of->staged);
+  co_return co_await std::move(op);
 }
 
 Task<Attr> Spokes::commit(const OpContext& ctx, Ino ino) {
   auto s = staged_of(*state_, ino);
   if (!s) co_return co_await getattr(ctx, ino);  // nothing written here
-  co_return co_await commit_file(ctx, std::move(s));
+  auto op = commit_file(ctx, std::move(s));
+  co_return co_await std::move(op);
 }
 
 Task<void> Spokes::release(const OpContext&, Handle h) {
@@ -721,7 +751,8 @@ Task<void> Spokes::release(const OpContext&, Handle h) {
   }
   // A stage() is committed by commit(h) or discarded.
   if (!of->staged || of->staged->replaces) co_return Status{};
-  co_return co_await release_writer(std::move(of->staged));
+  auto op = release_writer(std::move(of->staged));
+  co_return co_await std::move(op);
 }
 
 // ---------------------------------------------------------------------------
@@ -737,7 +768,7 @@ Task<Attr> Spokes::create(const OpContext& ctx, Ino dir, std::string_view name_v
   auto op = m.client->create(m.hub_path(place->rel), mode & 07777, how == CreateMode::exclusive);
   auto r = co_await std::move(op);
   if (!r) co_return make_error_code(errc_of_hub(r.error()));
-  note_entry(m, place->dir.hub_ino, name, &r->attr);
+  note_entry(m, r->last_change, place->dir.hub_ino, name, &r->attr);
   auto ino = local_ino(*state_, *ns_.kv, m, dir, place->rel, r->attr);
   if (!ino) co_return ino.error();
   co_return live(to_attr(r->attr, *ino));
@@ -752,7 +783,7 @@ Task<Attr> Spokes::mkdir(const OpContext& ctx, Ino dir, std::string_view name_vi
   auto op = m.client->mkdir(m.hub_path(place->rel), mode & 07777);
   auto r = co_await std::move(op);
   if (!r) co_return make_error_code(errc_of_hub(r.error()));
-  note_entry(m, place->dir.hub_ino, name, &r->attr);
+  note_entry(m, r->last_change, place->dir.hub_ino, name, &r->attr);
   auto ino = local_ino(*state_, *ns_.kv, m, dir, place->rel, r->attr);
   if (!ino) co_return ino.error();
   co_return to_attr(r->attr, *ino);
@@ -768,7 +799,7 @@ Task<Attr> Spokes::symlink(const OpContext& ctx, Ino dir, std::string_view name_
   auto op = m.client->symlink(m.hub_path(place->rel), target);
   auto r = co_await std::move(op);
   if (!r) co_return make_error_code(errc_of_hub(r.error()));
-  note_entry(m, place->dir.hub_ino, name, &r->attr);
+  note_entry(m, r->last_change, place->dir.hub_ino, name, &r->attr);
   auto ino = local_ino(*state_, *ns_.kv, m, dir, place->rel, r->attr);
   if (!ino) co_return ino.error();
   co_return to_attr(r->attr, *ino);
@@ -787,7 +818,7 @@ Task<void> Spokes::remove(const OpContext& ctx, Ino dir, std::string_view name_v
   auto op = m.client->remove(m.hub_path(place->rel));
   auto r = co_await std::move(op);
   if (!r) co_return make_error_code(errc_of_hub(r.error()));
-  note_entry(m, place->dir.hub_ino, name, nullptr);
+  note_entry(m, *r, place->dir.hub_ino, name, nullptr);
   if (auto sh = shadow_of(*state_, *ns_.kv, victim->ino)) forget(m, sh->hub_ino);
   if (auto s = staged_of(*state_, victim->ino)) {  // its writers' content has nowhere to go
     std::lock_guard lock(s->mu);
@@ -809,7 +840,7 @@ Task<void> Spokes::rmdir(const OpContext& ctx, Ino dir, std::string_view name_vi
   auto op = m.client->rmdir(m.hub_path(place->rel));
   auto r = co_await std::move(op);
   if (!r) co_return make_error_code(errc_of_hub(r.error()));
-  note_entry(m, place->dir.hub_ino, name, nullptr);
+  note_entry(m, *r, place->dir.hub_ino, name, nullptr);
   if (auto sh = shadow_of(*state_, *ns_.kv, victim->ino)) forget(m, sh->hub_ino);
   co_return Status{};
 }
@@ -838,8 +869,8 @@ Task<void> Spokes::rename(const OpContext& ctx, Ino src_dir, std::string_view sr
   auto op = m.client->rename(m.hub_path(from->rel), m.hub_path(to->rel), no_replace);
   auto r = co_await std::move(op);
   if (!r) co_return make_error_code(errc_of_hub(r.error()));
-  note_entry(m, from->dir.hub_ino, src_name, nullptr);
-  note_entry(m, to->dir.hub_ino, dst_name, &r->attr);
+  note_entry(m, r->last_change, from->dir.hub_ino, src_name, nullptr);
+  note_entry(m, r->last_change, to->dir.hub_ino, dst_name, &r->attr);
   if (replaced && replaced->ino != moved->ino)
     if (auto sh = shadow_of(*state_, *ns_.kv, replaced->ino)) forget(m, sh->hub_ino);
   // The moved inode keeps its local number under its new path. (Shadows
@@ -880,7 +911,8 @@ Task<Attr> Spokes::setattr(const OpContext& ctx, Ino ino, const SetAttr& changes
     // Open writers here truncate what they stage; otherwise the hub does
     // (a new version).
     if (auto s = staged_of(*state_, ino)) {
-      co_await follow(s, *a);
+      auto fop = follow(s, *a);
+      co_await std::move(fop);
       auto op = truncate(*this, ns_, ctx, s, *changes.size);
       if (auto t = co_await std::move(op); !t) co_return t.error();
     } else {
@@ -894,7 +926,7 @@ Task<Attr> Spokes::setattr(const OpContext& ctx, Ino ino, const SetAttr& changes
   auto op = m.client->setattr(m.hub_path(sh->path), to_hub);
   auto r = co_await std::move(op);
   if (!r) co_return make_error_code(errc_of_hub(r.error()));
-  note_attr(m, r->attr);
+  note_attr(m, r->last_change, r->attr);
   co_return live(to_attr(r->attr, ino));
 }
 

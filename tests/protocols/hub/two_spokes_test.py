@@ -136,6 +136,9 @@ class TwoSpokes(unittest.TestCase):
             sftp.close()
             transport.close()
         cls.s3.close()
+        for site in (*cls.spokes, cls.hub):
+            if site.proc.poll():  # it died: say how before its directory goes
+                print(site.log()[-5000:], file=sys.stderr)
         codes = [site.stop() for site in (*cls.spokes, cls.hub)]
         shutil.rmtree(cls.scratch, ignore_errors=True)
         assert codes == [0, 0, 0], codes
