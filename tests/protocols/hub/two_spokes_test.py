@@ -250,6 +250,17 @@ class NamespaceChangesTest(TwoSpokes):
         wait_for(lambda: sorted(self.sftp2.listdir(MOUNT + "newdir")) == ["g.txt", "link"], "spoke 2's listing")
         wait_for(lambda: self.sftp2.listdir(MOUNT + "made") == [], "spoke 2's listing of made")
 
+    def test_an_open_sees_what_another_spoke_closed_before_it(self):
+        """Close-to-open: spoke 2 has the file's attributes cached; each
+        version spoke 1 commits is what spoke 2's next open reads, at once
+        (the feed alone would take tens of milliseconds to say)."""
+        self.s3.put_object(Bucket="datasets", Key="c2o.txt", Body=b"version 0\n")
+        self.assertEqual(sftp_read(self.sftp2, "c2o.txt"), b"version 0\n")
+        for i in range(1, 11):
+            body = b"version %d\n" % i
+            self.s3.put_object(Bucket="datasets", Key="c2o.txt", Body=body)
+            self.assertEqual(sftp_read(self.sftp2, "c2o.txt"), body)
+
     def test_nfs_and_smb_writes_at_spoke_two_reach_the_hub_and_spoke_one(self):
         need("nfs-cp", self)
         body = os.urandom(300000) + b"over nfs\n"
