@@ -34,6 +34,7 @@ constexpr std::uint64_t kResponseLimit = 80ull << 20;
 constexpr std::size_t kMaxBatchChunks = 1024;
 constexpr std::string_view kOctets = "application/octet-stream";
 constexpr std::string_view kJson = "application/json";
+constexpr std::size_t kMaxHaveDigests = 32768;  // the hub's limit per have request
 
 Error failure(Error::Kind kind, std::string message) {
   Error e;
@@ -170,7 +171,8 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
       req.body().assign(body);
       req.prepare_payload();
       req.keep_alive(true);
-      c->stream.expires_after(opt.timeout);
+      // A large body (a commit) gets time for its transfer too, at 1 MB/s.
+      c->stream.expires_after(opt.timeout + std::chrono::milliseconds(body.size() / 1000));
       auto [wec, wn] = co_await bhttp::async_write(c->stream, req, kUse);
       bhttp::response_parser<bhttp::string_body> parser;
       parser.body_limit(kResponseLimit);
@@ -473,30 +475,32 @@ asio::awaitable<Result<std::vector<std::string>>> Client::fetch_files(std::strin
 }
 
 asio::awaitable<Result<std::vector<bool>>> Client::missing(std::vector<wire::Digest> digests) {
-  std::string body;
-  for (const auto& d : digests) body.append(reinterpret_cast<const char*>(d.data()), d.size());
-  const std::string call_target = impl_->target("have", "");
-  auto j = co_await impl_->json_call(bhttp::verb::post, call_target, body);
-  if (!j) co_return j.error();
   std::vector<bool> out(digests.size(), false);
-  try {
-    std::vector<wire::Digest> lacking;
-    for (const auto& h : j->value.at("missing")) {
-      auto d = wire::from_hex(h.get<std::string>());
-      if (!d) co_return failure(Error::Kind::protocol, "the hub named a malformed digest");
-      lacking.push_back(*d);
+  const std::string call_target = impl_->target("have", "");
+  for (std::size_t first = 0; first < digests.size(); first += kMaxHaveDigests) {
+    const std::size_t last = std::min(digests.size(), first + kMaxHaveDigests);
+    std::string body;
+    for (std::size_t i = first; i < last; ++i) body.append(reinterpret_cast<const char*>(digests[i].data()), digests[i].size());
+    auto j = co_await impl_->json_call(bhttp::verb::post, call_target, body);
+    if (!j) co_return j.error();
+    try {
+      std::vector<wire::Digest> lacking;
+      for (const auto& h : j->value.at("missing")) {
+        auto d = wire::from_hex(h.get<std::string>());
+        if (!d) co_return failure(Error::Kind::protocol, "the hub named a malformed digest");
+        lacking.push_back(*d);
+      }
+      std::sort(lacking.begin(), lacking.end());
+      for (std::size_t i = first; i < last; ++i) out[i] = std::binary_search(lacking.begin(), lacking.end(), digests[i]);
+    } catch (const nlohmann::json::exception& e) {
+      co_return failure(Error::Kind::protocol, std::string("bad have answer from the hub: ") + e.what());
     }
-    std::sort(lacking.begin(), lacking.end());
-    for (std::size_t i = 0; i < digests.size(); ++i)
-      out[i] = std::binary_search(lacking.begin(), lacking.end(), digests[i]);
-  } catch (const nlohmann::json::exception& e) {
-    co_return failure(Error::Kind::protocol, std::string("bad have answer from the hub: ") + e.what());
   }
   co_return out;
 }
 
 asio::awaitable<Result<Attr>> Client::commit(std::string path, std::uint64_t base_ino, std::uint64_t base_version,
-                                             std::uint32_t mode, std::vector<CommitChunk> chunks) {
+                                             std::uint32_t mode, const std::vector<CommitChunk>& chunks) {
   std::string body;
   for (const auto& c : chunks) {
     if (c.bytes.empty() && c.length > 0) {
@@ -558,6 +562,23 @@ asio::awaitable<Result<Attr>> Client::rename(std::string from, std::string to, b
 asio::awaitable<Result<Attr>> Client::symlink(std::string path, std::string target) {
   const std::string query = "path=" + encode_query_value(path) + "&target=" + encode_query_value(target);
   const std::string call_target = impl_->target("symlink", query);
+  auto j = co_await impl_->json_call(bhttp::verb::post, call_target);
+  if (!j) co_return j.error();
+  co_return attr_answer(j->value);
+}
+
+asio::awaitable<Result<Attr>> Client::setattr(std::string path, SetAttrs changes) {
+  std::string query = "path=" + encode_query_value(path);
+  auto add = [&query](std::string_view name, const auto& value) {
+    if (value) query += "&" + std::string(name) + "=" + std::to_string(*value);
+  };
+  add("mode", changes.mode);
+  add("uid", changes.uid);
+  add("gid", changes.gid);
+  add("size", changes.size);
+  add("mtime_ns", changes.mtime_ns);
+  add("atime_ns", changes.atime_ns);
+  const std::string call_target = impl_->target("setattr", query);
   auto j = co_await impl_->json_call(bhttp::verb::post, call_target);
   if (!j) co_return j.error();
   co_return attr_answer(j->value);

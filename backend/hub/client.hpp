@@ -7,7 +7,8 @@
 //
 // Contract:
 //  - Every call is a coroutine; it may be called from any executor and
-//    concurrently. Each request has the options' timeout; a connection that
+//    concurrently. Each request has the options' timeout (plus, for a
+//    request body, a millisecond per kilobyte to send it); a connection that
 //    fails is dropped and the request fails (calls are not retried here: the
 //    caller knows which are idempotent).
 //  - fetch() returns exactly the requested chunks, each verified against
@@ -100,6 +101,13 @@ struct FileChunks {
   std::vector<wire::ChunkRef> chunks;
 };
 
+// The fields a setattr changes; absent ones stay.
+struct SetAttrs {
+  std::optional<std::uint32_t> mode, uid, gid;
+  std::optional<std::uint64_t> size;  // truncates or extends: a new version
+  std::optional<std::int64_t> mtime_ns, atime_ns;  // not negative
+};
+
 struct Stats {
   std::uint64_t requests = 0;
   std::uint64_t wire_bytes_in = 0;     // response bodies as received
@@ -131,19 +139,23 @@ class Client {
   // order asked, fetched as fetch() does; a batch may span files (many
   // small files cost few requests).
   boost::asio::awaitable<Result<std::vector<std::string>>> fetch_files(std::string dir, std::vector<FileChunks> files);
-  // For each digest, whether the hub lacks it.
+  // For each digest, whether the hub lacks it (asked in requests of at most
+  // the hub's 32768 digests).
   boost::asio::awaitable<Result<std::vector<bool>>> missing(std::vector<wire::Digest> digests);
   // A new version of `path` unless it changed since (base_ino, base_version);
   // (0, 0): a new file. Error code "conflict" or "missing_chunks" (body says which).
+  // `chunks` is read when the call is awaited: keep it alive until then (a
+  // caller that resends after missing_chunks keeps its one copy).
   boost::asio::awaitable<Result<Attr>> commit(std::string path, std::uint64_t base_ino,
                                               std::uint64_t base_version, std::uint32_t mode,
-                                              std::vector<CommitChunk> chunks);
+                                              const std::vector<CommitChunk>& chunks);
   boost::asio::awaitable<Result<Attr>> mkdir(std::string path, std::uint32_t mode);
   boost::asio::awaitable<Result<Attr>> create(std::string path, std::uint32_t mode, bool exclusive);
   boost::asio::awaitable<Result<std::uint64_t>> remove(std::string path);
   boost::asio::awaitable<Result<std::uint64_t>> rmdir(std::string path);
   boost::asio::awaitable<Result<Attr>> rename(std::string from, std::string to, bool no_replace);
   boost::asio::awaitable<Result<Attr>> symlink(std::string path, std::string target);
+  boost::asio::awaitable<Result<Attr>> setattr(std::string path, SetAttrs changes);
   // The link's content, with its attributes.
   boost::asio::awaitable<Result<std::pair<std::string, Attr>>> readlink(std::string path);
 

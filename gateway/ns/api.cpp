@@ -41,11 +41,13 @@ Result<T> observed(Namespace::Impl& im, Op op, const OpContext* ctx, F&& fn) {
   co_return co_await offload(impl_->pool, [&]() -> Result<T> { return observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; }); })
 
 // Inodes and handles of a spoke mount are served by the mount (spoke.hpp);
-// what would change the hub is refused until spoke writes are built.
+// what the hub protocol does not carry (xattrs, hard links) is not supported.
 #define WEFT_SPOKE(ino, ...) \
   if (impl_->spokes && impl_->spokes->serves(ino)) co_return co_await impl_->spokes->__VA_ARGS__
-#define WEFT_SPOKE_READ_ONLY(T, ino) \
-  if (impl_->spokes && impl_->spokes->serves(ino)) co_return Result<T>(make_error_code(Errc::read_only))
+#define WEFT_SPOKE_HANDLE(h, ...) \
+  if (Spokes::is_spoke_handle(h) && impl_->spokes) co_return co_await impl_->spokes->__VA_ARGS__
+#define WEFT_SPOKE_NOT_SUPPORTED(T, ino) \
+  if (impl_->spokes && impl_->spokes->serves(ino)) co_return Result<T>(make_error_code(Errc::not_supported))
 
 Namespace::Namespace(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Namespace::~Namespace() { close(); }
@@ -142,7 +144,7 @@ Task<std::uint32_t> Namespace::access(const OpContext& ctx, Ino ino) {
   WEFT_INLINE(std::uint32_t, access, &ctx, return impl_->access(ctx, ino));
 }
 Task<Attr> Namespace::setattr(const OpContext& ctx, Ino ino, const SetAttr& changes) {
-  WEFT_SPOKE_READ_ONLY(Attr, ino);
+  WEFT_SPOKE(ino, setattr(ctx, ino, changes));
   WEFT_BLOCKING(Attr, setattr, &ctx, return impl_->setattr(ctx, ino, changes));
 }
 Task<DirPage> Namespace::readdir(const OpContext& ctx, Ino dir, std::uint64_t cookie,
@@ -157,21 +159,28 @@ Task<DirPage> Namespace::list(const OpContext& ctx, Ino dir, std::string_view st
 }
 Task<Attr> Namespace::create(const OpContext& ctx, Ino dir, std::string_view name,
                              std::uint32_t mode, CreateMode how) {
-  WEFT_SPOKE_READ_ONLY(Attr, dir);
+  WEFT_SPOKE(dir, create(ctx, dir, name, mode, how));
   WEFT_BLOCKING(Attr, create, &ctx, return impl_->make_node(ctx, dir, name, FileType::regular, mode, {}, how));
 }
 Task<OpenedFile> Namespace::create_open(const OpContext& ctx, Ino dir, std::string_view name,
                                                      std::uint32_t mode, CreateMode how, OpenFlags flags) {
-  WEFT_SPOKE_READ_ONLY(OpenedFile, dir);
+  if (impl_->spokes && impl_->spokes->serves(dir)) {
+    // The hub decides the create; the open is the spoke's own.
+    auto created = co_await impl_->spokes->create(ctx, dir, name, mode, how);
+    if (!created) co_return created.error();
+    auto opened = co_await impl_->spokes->open(ctx, created->ino, flags);
+    if (!opened) co_return opened.error();
+    co_return OpenedFile{*created, *opened};
+  }
   WEFT_BLOCKING(OpenedFile, create, &ctx, return impl_->create_open(ctx, dir, name, mode, how, flags));
 }
 Task<Attr> Namespace::mkdir(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode) {
-  WEFT_SPOKE_READ_ONLY(Attr, dir);
+  WEFT_SPOKE(dir, mkdir(ctx, dir, name, mode));
   WEFT_BLOCKING(Attr, mkdir, &ctx, return impl_->make_node(ctx, dir, name, FileType::directory, mode, {}, CreateMode::exclusive));
 }
 Task<Attr> Namespace::symlink(const OpContext& ctx, Ino dir, std::string_view name,
                               std::string_view target) {
-  WEFT_SPOKE_READ_ONLY(Attr, dir);
+  WEFT_SPOKE(dir, symlink(ctx, dir, name, target));
   WEFT_BLOCKING(Attr, symlink, &ctx, return impl_->make_node(ctx, dir, name, FileType::symlink, 0777, target, CreateMode::exclusive));
 }
 Task<std::string> Namespace::readlink(const OpContext& ctx, Ino ino) {
@@ -184,22 +193,25 @@ Task<std::string> Namespace::readlink(const OpContext& ctx, Ino ino) {
   });
 }
 Task<Attr> Namespace::link(const OpContext& ctx, Ino ino, Ino dir, std::string_view name) {
-  WEFT_SPOKE_READ_ONLY(Attr, ino);
-  WEFT_SPOKE_READ_ONLY(Attr, dir);
+  if (impl_->spokes && (impl_->spokes->serves(ino) || impl_->spokes->serves(dir))) {
+    // The hub protocol has no hard links; across a mount's edge, none can be.
+    const bool inside = impl_->spokes->serves(ino) && impl_->spokes->serves(dir);
+    co_return Result<Attr>(make_error_code(inside ? Errc::not_supported : Errc::cross_device));
+  }
   WEFT_BLOCKING(Attr, link, &ctx, return impl_->link(ctx, ino, dir, name));
 }
 Task<void> Namespace::remove(const OpContext& ctx, Ino dir, std::string_view name) {
-  WEFT_SPOKE_READ_ONLY(void, dir);
+  WEFT_SPOKE(dir, remove(ctx, dir, name));
   WEFT_BLOCKING(void, remove, &ctx, return impl_->unlink(ctx, dir, name, false));
 }
 Task<void> Namespace::rmdir(const OpContext& ctx, Ino dir, std::string_view name) {
-  WEFT_SPOKE_READ_ONLY(void, dir);
+  WEFT_SPOKE(dir, rmdir(ctx, dir, name));
   WEFT_BLOCKING(void, rmdir, &ctx, return impl_->unlink(ctx, dir, name, true));
 }
 Task<void> Namespace::rename(const OpContext& ctx, Ino src_dir, std::string_view src_name,
                              Ino dst_dir, std::string_view dst_name, bool no_replace) {
-  WEFT_SPOKE_READ_ONLY(void, src_dir);
-  WEFT_SPOKE_READ_ONLY(void, dst_dir);
+  if (impl_->spokes && (impl_->spokes->serves(src_dir) || impl_->spokes->serves(dst_dir)))
+    co_return co_await impl_->spokes->rename(ctx, src_dir, src_name, dst_dir, dst_name, no_replace);
   WEFT_BLOCKING(void, rename, &ctx, return impl_->rename(ctx, src_dir, src_name, dst_dir, dst_name, no_replace));
 }
 Task<FsStat> Namespace::statfs(const OpContext& ctx, Ino ino) {
@@ -219,45 +231,47 @@ Task<Handle> Namespace::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
   WEFT_BLOCKING(Handle, open, &ctx, return impl_->open(ctx, ino, flags));
 }
 Task<Handle> Namespace::stage(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode) {
-  WEFT_SPOKE_READ_ONLY(Handle, dir);
+  WEFT_SPOKE(dir, stage(ctx, dir, name, mode));
   // Staging only checks permissions and makes an in-memory file.
   WEFT_INLINE(Handle, stage, &ctx, return impl_->stage(ctx, dir, name, mode));
 }
 Task<std::size_t> Namespace::read(const OpContext& ctx, Handle h, std::uint64_t offset,
                                   std::span<std::byte> out) {
-  if (Spokes::is_spoke_handle(h) && impl_->spokes) co_return co_await impl_->spokes->read(ctx, h, offset, out);
+  WEFT_SPOKE_HANDLE(h, read(ctx, h, offset, out));
   WEFT_INLINE(std::size_t, read, &ctx, return impl_->read(ctx, h, offset, out));
 }
 Task<std::size_t> Namespace::write(const OpContext& ctx, Handle h, std::uint64_t offset,
                                    std::span<const std::byte> data) {
+  WEFT_SPOKE_HANDLE(h, write(ctx, h, offset, data));
   WEFT_INLINE(std::size_t, write, &ctx, return impl_->write(ctx, h, offset, data));
 }
 Task<void> Namespace::flush(const OpContext& ctx, Handle h) {
-  if (Spokes::is_spoke_handle(h) && impl_->spokes) co_return impl_->spokes->flush(h);
+  WEFT_SPOKE_HANDLE(h, flush(ctx, h));
   WEFT_BLOCKING(void, flush, &ctx, return impl_->flush(ctx, h));
 }
 Task<Attr> Namespace::commit(const OpContext& ctx, Handle h, XattrsFor xattrs) {
+  WEFT_SPOKE_HANDLE(h, commit(ctx, h));  // the hub keeps no xattrs: they are dropped
   WEFT_BLOCKING(Attr, commit, &ctx, return impl_->commit(ctx, h, xattrs));
 }
 Task<Attr> Namespace::commit(const OpContext& ctx, Ino ino) {
-  WEFT_SPOKE_READ_ONLY(Attr, ino);
+  WEFT_SPOKE(ino, commit(ctx, ino));
   WEFT_BLOCKING(Attr, commit, &ctx, return impl_->commit_ino(ctx, ino));
 }
 Task<void> Namespace::release(const OpContext& ctx, Handle h) {
   // No context check: a handle must be releasable even after a deadline.
   // A reader's release touches memory only; a writer's may seal the file.
-  if (Spokes::is_spoke_handle(h) && impl_->spokes) co_return impl_->spokes->release(h);
+  WEFT_SPOKE_HANDLE(h, release(ctx, h));
   auto hr = impl_->handle(h);
   if (hr && !hr->flags.write && !hr->file->staged)
     WEFT_INLINE(void, release, nullptr, return impl_->release(ctx, h));
   WEFT_BLOCKING(void, release, nullptr, return impl_->release(ctx, h));
 }
 Task<std::vector<VersionInfo>> Namespace::versions(const OpContext& ctx, Ino ino) {
-  if (impl_->spokes && impl_->spokes->serves(ino)) co_return Result<std::vector<VersionInfo>>(make_error_code(Errc::not_supported));
+  WEFT_SPOKE_NOT_SUPPORTED(std::vector<VersionInfo>, ino);
   WEFT_INLINE(std::vector<VersionInfo>, versions, &ctx, return impl_->versions(ctx, ino));
 }
 Task<std::vector<ChunkInfo>> Namespace::chunks(const OpContext& ctx, Ino ino, std::uint64_t version) {
-  if (impl_->spokes && impl_->spokes->serves(ino)) co_return Result<std::vector<ChunkInfo>>(make_error_code(Errc::not_supported));
+  WEFT_SPOKE_NOT_SUPPORTED(std::vector<ChunkInfo>, ino);
   WEFT_INLINE(std::vector<ChunkInfo>, chunks, &ctx, return impl_->chunks(ctx, ino, version));
 }
 Task<std::size_t> Namespace::read_version(const OpContext& ctx, Ino ino, std::uint64_t version,
@@ -272,7 +286,7 @@ Task<std::string> Namespace::getxattr(const OpContext& ctx, Ino ino, std::string
 }
 Task<void> Namespace::setxattr(const OpContext& ctx, Ino ino, std::string_view name,
                                std::string_view value, XattrSet how) {
-  WEFT_SPOKE_READ_ONLY(void, ino);
+  WEFT_SPOKE_NOT_SUPPORTED(void, ino);
   WEFT_BLOCKING(void, setxattr, &ctx, return impl_->setxattr(ctx, ino, name, value, how));
 }
 Task<std::vector<std::string>> Namespace::listxattr(const OpContext& ctx, Ino ino) {
@@ -280,7 +294,7 @@ Task<std::vector<std::string>> Namespace::listxattr(const OpContext& ctx, Ino in
   WEFT_INLINE(std::vector<std::string>, listxattr, &ctx, return impl_->listxattr(ctx, ino));
 }
 Task<void> Namespace::removexattr(const OpContext& ctx, Ino ino, std::string_view name) {
-  WEFT_SPOKE_READ_ONLY(void, ino);
+  WEFT_SPOKE_NOT_SUPPORTED(void, ino);
   WEFT_BLOCKING(void, removexattr, &ctx, return impl_->removexattr(ctx, ino, name));
 }
 Task<std::vector<bool>> Namespace::have_chunks(const OpContext& ctx, std::vector<Sha256> digests) {
@@ -338,6 +352,7 @@ Result<User> Namespace::verify_password(std::string_view name, std::string_view 
 #undef WEFT_INLINE
 #undef WEFT_BLOCKING
 #undef WEFT_SPOKE
-#undef WEFT_SPOKE_READ_ONLY
+#undef WEFT_SPOKE_HANDLE
+#undef WEFT_SPOKE_NOT_SUPPORTED
 
 }  // namespace weft::ns

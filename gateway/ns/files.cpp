@@ -16,8 +16,6 @@
 
 namespace weft::ns {
 
-namespace {
-
 Errc from_errno(int e) {
   switch (e) {
     case ENOSPC:
@@ -28,15 +26,6 @@ Errc from_errno(int e) {
   }
 }
 
-std::string be_offset_length(std::uint64_t off, std::uint32_t len) {
-  std::string v;
-  for (int i = 7; i >= 0; --i) v.push_back(static_cast<char>((off >> (i * 8)) & 0xff));
-  for (int i = 3; i >= 0; --i) v.push_back(static_cast<char>((len >> (i * 8)) & 0xff));
-  return v;
-}
-
-// pread until `out` is full or the file ends; what the file lacks reads as
-// zeros (a file extended by truncate or a sparse write past the data).
 Status read_fully(int fd, std::uint64_t off, std::span<std::byte> out) {
   std::size_t done = 0;
   while (fd >= 0 && done < out.size()) {
@@ -48,6 +37,26 @@ Status read_fully(int fd, std::uint64_t off, std::span<std::byte> out) {
   }
   std::memset(out.data() + done, 0, out.size() - done);
   return {};
+}
+
+Status write_fully(int fd, std::uint64_t off, std::span<const std::byte> data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(off + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return from_errno(errno);
+    done += static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
+namespace {
+
+std::string be_offset_length(std::uint64_t off, std::uint32_t len) {
+  std::string v;
+  for (int i = 7; i >= 0; --i) v.push_back(static_cast<char>((off >> (i * 8)) & 0xff));
+  for (int i = 3; i >= 0; --i) v.push_back(static_cast<char>((len >> (i * 8)) & 0xff));
+  return v;
 }
 
 // Content is a data file (fd) or, where fd is -1, the bytes in `inline_data`.
@@ -310,14 +319,8 @@ Result<std::size_t> Namespace::Impl::write(const OpContext&, Handle h, std::uint
   if (fs.fd < 0) {
     if (fs.inline_data.size() < off + data.size()) fs.inline_data.resize(off + data.size(), '\0');
     std::memcpy(fs.inline_data.data() + off, data.data(), data.size());
-  } else {
-    std::size_t done = 0;
-    while (done < data.size()) {
-      ssize_t n = ::pwrite(fs.fd, data.data() + done, data.size() - done, static_cast<off_t>(off + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return from_errno(errno);
-      done += static_cast<std::size_t>(n);
-    }
+  } else if (auto s = write_fully(fs.fd, off, data); !s) {
+    return s.error();
   }
   fs.size = std::max<std::uint64_t>(fs.size, off + data.size());
   fs.mtime_ns = fs.ctime_ns = now_ns();

@@ -40,6 +40,14 @@ std::int64_t now_ns();
 Status check_name(std::string_view name);
 Sha256 to_sha(const data::Digest& d);
 
+// Data files (files.cpp). The Errc of an errno value.
+Errc from_errno(int e);
+// pread until `out` is full or the file ends; what the file lacks reads as
+// zeros (a file extended by truncate or a sparse write past the data).
+Status read_fully(int fd, std::uint64_t off, std::span<std::byte> out);
+// pwrite all of `data` (retrying short writes).
+Status write_fully(int fd, std::uint64_t off, std::span<const std::byte> data);
+
 enum class Op : std::uint8_t {
   lookup, getattr, setattr, readdir, list, create, mkdir, symlink, readlink, link, remove, rmdir,
   rename, statfs, open, stage, read, write, flush, commit, release, versions, chunks,
@@ -298,6 +306,8 @@ struct Namespace::Impl {
   Attr live_attr(const rec::InodeRec& r);  // overlays open-file size and times
   Status may(const OpContext& ctx, const Attr& a, unsigned want) const;  // 4 r, 2 w, 1 x
   Status may_write_export(const OpContext& ctx) const;
+  // Whether ctx may make `ch`'s changes of owner, mode and times to `a`.
+  Status may_setattr(const OpContext& ctx, const Attr& a, const SetAttr& ch) const;
   Status may_change_entries(const OpContext& ctx, const Attr& dir, const Attr* victim) const;
   void add_entry(Batch& b, rec::InodeRec& dir, std::string_view name, const rec::InodeRec& child);
   void drop_entry(Batch& b, Ino dir, std::string_view name, const rec::EntryRec& e);

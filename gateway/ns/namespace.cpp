@@ -779,16 +779,9 @@ Result<DirPage> Namespace::Impl::readdir(const OpContext& ctx, Ino dir, std::uin
   return page;
 }
 
-Result<Attr> Namespace::Impl::setattr(const OpContext& ctx, Ino ino, const SetAttr& ch) {
-  if (auto s = may_write_export(ctx); !s) return s.error();
+Status Namespace::Impl::may_setattr(const OpContext& ctx, const Attr& a, const SetAttr& ch) const {
   const Principal& p = ctx.principal;
-  // Holding the stripe, read around the cache (a cache miss would take it again).
-  auto locks = lock_inodes({ino});
-  auto cur = txn_inode(*kv->begin(), ino);
-  if (!cur) return cur.error();
-  Attr a = cur->attr;
   bool owner = p.admin || p.uid == a.uid;
-  if (ch.guard_ctime_ns && *ch.guard_ctime_ns != live_attr(*cur).ctime_ns) return Errc::conflict;
   if (ch.mode && !owner) return Errc::perm;
   if (ch.uid && *ch.uid != a.uid && !p.admin) return Errc::perm;
   if (ch.gid && *ch.gid != a.gid && !p.admin &&
@@ -796,8 +789,19 @@ Result<Attr> Namespace::Impl::setattr(const OpContext& ctx, Ino ino, const SetAt
                   std::find(p.groups.begin(), p.groups.end(), *ch.gid) != p.groups.end())))
     return Errc::perm;
   if ((ch.atime_ns || ch.mtime_ns) && !owner) return Errc::perm;
-  if ((ch.atime_now || ch.mtime_now) && !owner)
-    if (auto s = may(ctx, a, 2); !s) return s.error();
+  if ((ch.atime_now || ch.mtime_now) && !owner) return may(ctx, a, 2);
+  return {};
+}
+
+Result<Attr> Namespace::Impl::setattr(const OpContext& ctx, Ino ino, const SetAttr& ch) {
+  if (auto s = may_write_export(ctx); !s) return s.error();
+  // Holding the stripe, read around the cache (a cache miss would take it again).
+  auto locks = lock_inodes({ino});
+  auto cur = txn_inode(*kv->begin(), ino);
+  if (!cur) return cur.error();
+  Attr a = cur->attr;
+  if (ch.guard_ctime_ns && *ch.guard_ctime_ns != live_attr(*cur).ctime_ns) return Errc::conflict;
+  if (auto s = may_setattr(ctx, a, ch); !s) return s.error();
   if (ch.size) {
     if (a.type == FileType::directory) return Errc::is_dir;
     if (a.type != FileType::regular) return Errc::invalid;

@@ -55,8 +55,8 @@ struct Options {
 };
 
 // A spoke mount (backend/hub/SPOKES.md): directory `local` of this
-// namespace serves directory `remote` of the hub at `hub_url`, read-only
-// for now (gateway/ns/spoke.hpp).
+// namespace serves directory `remote` of the hub at `hub_url`; changes
+// there are decided by the hub (gateway/ns/spoke.hpp).
 struct SpokeMount {
   std::string local;    // a namespace path: "/datasets" (the S3 bucket datasets)
   std::string hub_url;  // "http://HOST:PORT": the hub's REST listener

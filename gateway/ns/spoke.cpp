@@ -35,7 +35,12 @@ Errc errc_of_hub(const hub::Error& e) {
       {"forbidden", Errc::access},          {"residency_denied", Errc::access},
       {"read_only", Errc::access},          {"bad_name", Errc::bad_name},
       {"name_too_long", Errc::name_too_long}, {"timed_out", Errc::unavailable},
-      {"unavailable", Errc::unavailable},
+      {"unavailable", Errc::unavailable},   {"already_exists", Errc::exists},
+      {"not_empty", Errc::not_empty},       {"conflict", Errc::conflict},
+      {"invalid_argument", Errc::invalid},  {"cross_export", Errc::cross_device},
+      {"export_root", Errc::perm},          {"no_space", Errc::no_space},
+      {"too_large", Errc::too_big},         {"not_supported", Errc::not_supported},
+      {"busy", Errc::busy},
   };
   if (auto it = kCodes.find(e.code); it != kCodes.end()) return it->second;
   if (e.status == 401 || e.status == 403) return Errc::access;
@@ -107,9 +112,10 @@ OpContext system_context() {
   return ctx;
 }
 
-void apply_changes(Mount& m, const std::vector<hub::Change>& changes) {
-  if (changes.empty()) return;
+void apply_changes(Mount& m, const std::vector<hub::Change>& changes, std::uint64_t last) {
   std::lock_guard lock(m.mu);
+  m.feed_seen = std::max(m.feed_seen, last);
+  if (changes.empty()) return;
   m.epoch++;
   for (const auto& c : changes) {
     m.attrs.erase(c.ino);
@@ -172,8 +178,8 @@ void start_feed(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& 
   fo.after = after;
   std::weak_ptr<Mount> weak_mount = m;
   std::weak_ptr<State> weak = st;
-  fo.on_changes = [weak_mount](const std::vector<hub::Change>& changes, std::uint64_t) {
-    if (auto mp = weak_mount.lock()) apply_changes(*mp, changes);
+  fo.on_changes = [weak_mount](const std::vector<hub::Change>& changes, std::uint64_t last) {
+    if (auto mp = weak_mount.lock()) apply_changes(*mp, changes, last);
   };
   fo.on_state = [weak_mount, weak](bool connected, const hub::Error* why) {
     auto mp = weak_mount.lock();
@@ -193,6 +199,7 @@ void start_feed(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& 
       // can be trusted, and the feed must start again from the hub's present.
       if (why && why->kind == hub::Error::Kind::refused && why->status == 409 && !mp->stopped) {
         mp->drop_cache();
+        mp->feed_seen = 0;  // positions in the lost log
         lost_log = std::move(mp->feed);
       }
     }
@@ -212,6 +219,7 @@ void start_feed(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& 
     return;
   }
   m->feed = std::move(*feed);
+  m->feed_seen = std::max(m->feed_seen, after);  // its first changes may have come already
 }
 
 }  // namespace
@@ -542,15 +550,16 @@ Task<Attr> Spokes::getattr(const OpContext& ctx, Ino ino) {
   auto op = hub_attr(*w->mount, ino, w->shadow);
   auto a = co_await std::move(op);
   if (!a) co_return a.error();
-  co_return to_attr(*a, ino);
+  co_return live(to_attr(*a, ino));
 }
 
 Task<std::uint32_t> Spokes::access(const OpContext& ctx, Ino ino) {
   auto a = co_await getattr(ctx, ino);
   if (!a) co_return a.error();
   std::uint32_t bits = 0;
-  for (std::uint32_t want : {4u, 1u})  // never 2: mounts are read-only
+  for (std::uint32_t want : {4u, 2u, 1u})
     if (ns_.may(ctx, *a, want)) bits |= want;
+  if (!ns_.may_write_export(ctx)) bits &= ~2u;
   co_return bits;
 }
 
@@ -584,7 +593,7 @@ Task<Attr> Spokes::lookup(const OpContext& ctx, Ino dir, std::string_view name_v
             lock.unlock();
             auto ino = local_ino(*state_, *ns_.kv, m, dir, path, hit);
             if (!ino) co_return ino.error();
-            co_return to_attr(hit, *ino);
+            co_return live(to_attr(hit, *ino));
           }
         }
     if (auto s = m.may_ask_hub(); !s) co_return s.error();
@@ -610,7 +619,7 @@ Task<Attr> Spokes::lookup(const OpContext& ctx, Ino dir, std::string_view name_v
   }
   auto ino = local_ino(*state_, *ns_.kv, m, dir, path, a);
   if (!ino) co_return ino.error();
-  co_return to_attr(a, *ino);
+  co_return live(to_attr(a, *ino));
 }
 
 Task<DirPage> Spokes::readdir(const OpContext& ctx, Ino dir, std::uint64_t cookie, std::size_t max,
@@ -642,7 +651,7 @@ Task<DirPage> Spokes::readdir(const OpContext& ctx, Ino dir, std::uint64_t cooki
     auto ino = local_ino(*state_, *ns_.kv, m, dir, join(w->shadow.path, name), a);
     if (!ino) co_return ino.error();
     DirEntry e{name, *ino, type_of(a.type), i + 1, std::nullopt};
-    if (with_attrs) e.attr = to_attr(a, *ino);
+    if (with_attrs) e.attr = live(to_attr(a, *ino));
     page.entries.push_back(std::move(e));
   }
   page.eof = first + page.entries.size() >= entries->size();

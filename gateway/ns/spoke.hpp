@@ -12,14 +12,26 @@
 // in memory until the hub's change feed invalidates them; file content is
 // read per chunk through the tiered chunk cache, with the next chunks of a
 // sequential reader, and the next files of a reader in listing order,
-// fetched ahead. Everything that would change the hub
-// fails with Errc::read_only.
+// fetched ahead.
+//
+// Writes (spoke_write.cpp): namespace changes are decided by the hub,
+// synchronously, and the cached metadata updated from its answer. A write
+// handle stages the content in a local file, starting from the version it
+// opened, and flush, commit and the last writer's release commit it to the
+// hub as a new version with compare-and-swap on that version, sending only
+// the chunks the hub lacks. A commit that lost to another site's fails with
+// Errc::conflict and leaves its content at the hub under
+// NAME.conflict-REGION-TIME. Xattrs are not carried (the hub protocol has
+// none): a commit's are dropped, setxattr is not supported.
 //
 // Consistency: a cached item is used only while the mount's feed is
 // connected (it would deliver the item's invalidation); an answer is cached
-// only if no invalidation arrived while it was in flight. Hub unreachable:
-// a strict mount fails every call at once with Errc::unavailable; an
-// available mount serves what it has cached and fails the rest.
+// only if no invalidation arrived while it was in flight. open() and stage()
+// first wait (briefly) until the feed has applied every change the hub had
+// made when they began: close-to-open across sites. Hub unreachable: a
+// strict mount fails every call at once with Errc::unavailable; an
+// available mount serves what it has cached, fails the rest, and refuses
+// changes with Errc::read_only.
 //
 // Mounts come and go at run time (add, remove): a mount is shared by the
 // list, its open files and its feed's work, and lives until the last lets
@@ -34,6 +46,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <memory>
+#include <optional>
 
 namespace weft::ns {
 
@@ -75,15 +88,37 @@ class Spokes {
   Task<std::size_t> read(const OpContext& ctx, Handle h, std::uint64_t offset, std::span<std::byte> out);
   Task<std::size_t> read_version(const OpContext& ctx, Ino ino, std::uint64_t version,
                                  std::uint64_t offset, std::span<std::byte> out);
-  // Handles are read-only: nothing to flush (Errc::bad_handle if unknown).
-  Status flush(Handle h);
-  Status release(Handle h);
   // Local statistics of the file system that holds the mount point.
   Result<Ino> mount_point_of(Ino ino);
+
+  // --- Changes, decided by the hub (spoke_write.cpp) ---------------------
+  Task<Attr> setattr(const OpContext& ctx, Ino ino, const SetAttr& changes);
+  Task<Attr> create(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode, CreateMode how);
+  Task<Attr> mkdir(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode);
+  Task<Attr> symlink(const OpContext& ctx, Ino dir, std::string_view name, std::string_view target);
+  Task<void> remove(const OpContext& ctx, Ino dir, std::string_view name);
+  Task<void> rmdir(const OpContext& ctx, Ino dir, std::string_view name);
+  // Within one mount; Errc::cross_device between a mount and anything else
+  // (a client then copies).
+  Task<void> rename(const OpContext& ctx, Ino src_dir, std::string_view src_name, Ino dst_dir,
+                    std::string_view dst_name, bool no_replace);
+  // A new file for `name`, committed by commit(h) only (released without:
+  // discarded); it replaces what the name held when stage() was called.
+  Task<Handle> stage(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode);
+  Task<std::size_t> write(const OpContext& ctx, Handle h, std::uint64_t offset, std::span<const std::byte> data);
+  // Each commits what the file's writers wrote since the last commit (a
+  // read handle: nothing to do). Errc::conflict: another site changed the
+  // file first; this content is at the hub under a conflict name.
+  Task<void> flush(const OpContext& ctx, Handle h);
+  Task<Attr> commit(const OpContext& ctx, Handle h);
+  Task<Attr> commit(const OpContext& ctx, Ino ino);  // NFS COMMIT
+  // The last writer's release commits; a stage() handle's discards.
+  Task<void> release(const OpContext& ctx, Handle h);
 
   struct Mount;
   struct Shadow;
   struct OpenFile;
+  struct Staged;
   struct State;
 
  private:
@@ -94,6 +129,17 @@ class Spokes {
   // Serves a prepared mount and connects its feed (spoke_ops.cpp). Call
   // with State::change_mu held.
   void publish(const std::shared_ptr<Mount>& m);
+  // Write opens (spoke_write.cpp): joins or starts the file's staged content.
+  Task<void> attach_writer(const OpContext& ctx, OpenFile& of, const Attr& a, OpenFlags flags);
+  // A read through `of` of a file being written here, from what is staged
+  // (nullopt: the hub's version is what to read).
+  std::optional<Result<std::size_t>> read_staged(const OpenFile& of, std::uint64_t offset, std::span<std::byte> out);
+  // `a` with the size and time of writes staged here and not committed yet.
+  Attr live(Attr a) const;
+  std::shared_ptr<OpenFile> open_file(Handle h) const;
+  Task<Attr> commit_file(const OpContext& ctx, std::shared_ptr<Staged> s);
+  // One writer of `s` fewer; the last commits what they wrote.
+  Task<void> release_writer(std::shared_ptr<Staged> s);
   Namespace::Impl& ns_;
   std::shared_ptr<State> state_;
 };

@@ -1,6 +1,7 @@
-// The internals of spoke mounts, shared by their two source files:
-// spoke.cpp (start and stop, the change feed, shadow inodes, metadata) and
-// spoke_read.cpp (content). Not an interface: only those files include it.
+// The internals of spoke mounts, shared by their source files: spoke.cpp
+// (start and stop, the change feed, shadow inodes, metadata), spoke_read.cpp
+// (content) and spoke_write.cpp (changes and writes). Not an interface:
+// only those files include it.
 #pragma once
 
 #include "gateway/ns/spoke.hpp"
@@ -108,6 +109,7 @@ struct Spokes::Mount {
   std::int64_t state_since_ns = 0;       // guarded by mu: wall clock of the last change of state
   std::uint64_t root_hub_ino = 0;        // guarded by mu; 0 until the first answer
   std::uint64_t epoch = 0;               // guarded by mu: bumped by every invalidation
+  std::uint64_t feed_seen = 0;           // guarded by mu: the hub's change-log position applied here
   std::unordered_map<std::uint64_t, wire::FileAttr> attrs;  // guarded by mu, by hub ino
   std::unordered_map<std::uint64_t, Dir> dirs;              // guarded by mu, by hub ino
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const wire::Manifest>> manifests;  // guarded by mu
@@ -142,8 +144,11 @@ struct Spokes::Mount {
 
 struct Spokes::OpenFile {
   std::shared_ptr<Mount> mount;
+  Ino ino = 0;       // local; 0 for a stage()
+  OpenFlags flags;
   std::string path;  // the hub path
   std::shared_ptr<const wire::Manifest> manifest;
+  std::shared_ptr<Staged> staged;  // write handles: the content they write (spoke_write.cpp)
   std::mutex mu;
   std::uint64_t next_offset = 0;  // guarded by mu: where a sequential reader reads next
   std::size_t ahead = 0;          // guarded by mu: chunks before this one were asked for
@@ -152,7 +157,7 @@ struct Spokes::OpenFile {
 struct Spokes::State {
   // Set by start(), before any mount serves.
   asio::any_io_executor executor;
-  std::string region;
+  std::string region;  // this spoke's (conflict names say where they came from)
   SpokeCacheOptions cache_options;
   std::atomic<bool> stopped{false};
 
@@ -179,6 +184,12 @@ struct Spokes::State {
   std::mutex handles_mu;
   std::unordered_map<std::uint64_t, std::shared_ptr<OpenFile>> handles;  // guarded by handles_mu
   std::uint64_t next_handle = 1;                                         // guarded by handles_mu
+
+  // Files with write handles, by local inode (spoke_write.cpp); the count
+  // lets reads and attribute calls skip the map while nothing is written.
+  std::mutex staged_mu;
+  std::unordered_map<Ino, std::shared_ptr<Staged>> staged;  // guarded by staged_mu
+  std::atomic<std::size_t> staged_count{0};
 
   std::shared_ptr<Mount> mount(std::uint32_t id) const {
     std::lock_guard lock(mounts_mu);
@@ -232,6 +243,9 @@ inline bool cached(State& st, Mount& m, const wire::ChunkRef& c) {
   (hit ? m.hit_bytes : m.miss_bytes) += c.length;
   return hit;
 }
+// Close-to-open (spoke_write.cpp): waits, a bounded while, until the feed
+// has applied every change the hub had made when this was called.
+asio::awaitable<void> catch_up(Mount& m);
 
 }  // namespace spoke_detail
 }  // namespace weft::ns

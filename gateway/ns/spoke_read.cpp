@@ -580,23 +580,33 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
 }  // namespace
 
 Task<Handle> Spokes::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
-  if (flags.write) co_return Errc::read_only;
-  if (!flags.read) co_return Errc::invalid;
+  if (!flags.read && !flags.write) co_return Errc::invalid;
+  if ((flags.truncate || flags.append) && !flags.write) co_return Errc::invalid;
+  if (flags.snapshot && flags.write) co_return Errc::invalid;
+  auto w = where(*state_, *ns_.kv, ino);
+  if (!w) co_return w.error();
+  co_await catch_up(*w->mount);
   auto a = co_await getattr(ctx, ino);
   if (!a) co_return a.error();
   if (a->type == FileType::directory) co_return Errc::is_dir;
   if (a->type != FileType::regular) co_return Errc::invalid;
-  if (auto s = ns_.may(ctx, *a, 4); !s) co_return s.error();
-  auto w = where(*state_, *ns_.kv, ino);
-  if (!w) co_return w.error();
-  note_file_read(state_, *ns_.kv, *w->mount, w->shadow);
-  auto op = hub_manifest(*w->mount, w->shadow, a->version);
-  auto man = co_await std::move(op);
-  if (!man) co_return man.error();
+  if (flags.read) {
+    if (auto s = ns_.may(ctx, *a, 4); !s) co_return s.error();
+    note_file_read(state_, *ns_.kv, *w->mount, w->shadow);
+  }
   auto of = std::make_shared<OpenFile>();
   of->mount = w->mount;
+  of->ino = ino;
+  of->flags = flags;
   of->path = w->mount->hub_path(w->shadow.path);
+  auto op = hub_manifest(*w->mount, w->shadow, flags.truncate ? 0 : a->version);
+  auto man = co_await std::move(op);
+  if (!man) co_return man.error();
   of->manifest = std::move(*man);
+  if (flags.write) {  // last: nothing after it fails
+    auto attached = co_await attach_writer(ctx, *of, *a, flags);
+    if (!attached) co_return attached.error();
+  }
   std::lock_guard lock(state_->handles_mu);
   Handle h{kHandleBit | state_->next_handle++};
   state_->handles.emplace(h.id, std::move(of));
@@ -612,6 +622,8 @@ Task<std::size_t> Spokes::read(const OpContext& ctx, Handle h, std::uint64_t off
     if (it == state_->handles.end()) co_return Errc::bad_handle;
     of = it->second;
   }
+  if (!of->flags.read) co_return Errc::bad_handle;
+  if (auto staged = read_staged(*of, offset, out)) co_return std::move(*staged);
   auto op = read_chunks(*state_, *of->mount, of->path, of->manifest, offset, out, of.get());
   co_return co_await std::move(op);
 }
@@ -631,18 +643,6 @@ Task<std::size_t> Spokes::read_version(const OpContext& ctx, Ino ino, std::uint6
   if (!man) co_return man.error();
   auto op = read_chunks(*state_, *w->mount, w->mount->hub_path(w->shadow.path), *man, offset, out, nullptr);
   co_return co_await std::move(op);
-}
-
-Status Spokes::flush(Handle h) {
-  std::lock_guard lock(state_->handles_mu);
-  if (!state_->handles.contains(h.id)) return Errc::bad_handle;
-  return {};
-}
-
-Status Spokes::release(Handle h) {
-  std::lock_guard lock(state_->handles_mu);
-  if (!state_->handles.erase(h.id)) return Errc::bad_handle;
-  return {};
 }
 
 }  // namespace weft::ns

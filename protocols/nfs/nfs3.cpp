@@ -160,7 +160,8 @@ awaitable<Nfsstat3> setattr(Call& c, const Args3& a) {
   }
   auto r = co_await c.s.ns.setattr(c.ctx, obj->ino, a.attr);
   if (!r) {
-    auto st = status(c, r.error());
+    // A conflict here is the guard's ctime check (RFC 1813 3.3.2).
+    auto st = is(r.error(), Errc::conflict) ? status(c, Nfsstat3::not_sync) : status(c, r.error());
     auto after = co_await attr_of(c, obj->ino);
     wcc(c.w, *obj, after);
     co_return st;
@@ -675,11 +676,11 @@ Nfsstat3 nfsstat3_of(const std::error_code& ec) {
     case Errc::cross_device: return Nfsstat3::xdev;
     case Errc::not_supported:
     case Errc::no_attr: return Nfsstat3::notsupp;
-    case Errc::conflict: return Nfsstat3::not_sync;  // the SETATTR guard
     case Errc::busy:
     case Errc::timed_out:
     case Errc::unavailable: return Nfsstat3::jukebox;  // try again later
     case Errc::cancelled:
+    case Errc::conflict:  // a spoke's commit lost to another site's (its data is kept under a conflict name)
     case Errc::io: return Nfsstat3::io;
   }
   return Nfsstat3::serverfault;

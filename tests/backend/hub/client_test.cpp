@@ -260,6 +260,16 @@ TEST_CASE("commits send only what the hub lacks; a stale base conflicts") {
   auto exists = loop.wait(c->create("data/seed/dir/f", 0600, true));
   REQUIRE_FALSE(exists.has_value());
   CHECK(exists.error().code == "already_exists");
+  weft::hub::SetAttrs changes;
+  changes.mode = 0640;
+  changes.size = 5;
+  changes.mtime_ns = 1'000'000'000'000'000'000;
+  auto set = loop.wait(c->setattr("data/seed/dir/f", changes));
+  REQUIRE_MESSAGE(set.has_value(), set.error().message);
+  CHECK(set->attr.mode % 01000 == 0640);
+  CHECK(set->attr.size == 5);
+  CHECK(set->attr.version == 1);  // a truncate seals a new version
+  CHECK(set->attr.mtime_ns == 1'000'000'000'000'000'000);
   REQUIRE(loop.wait(c->rename("data/seed/dir/f", "data/seed/dir/g", false)).has_value());
   REQUIRE(loop.wait(c->symlink("data/seed/dir/l", "g")).has_value());
   auto link = loop.wait(c->readlink("data/seed/dir/l"));

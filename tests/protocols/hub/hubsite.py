@@ -1,13 +1,16 @@
 """A `weft serve` site for the hub tests: started on port 0 in a scratch
 directory with a region and residency rules, its endpoints and admin
-credentials read back, stopped with SIGTERM; and a WAN emulator in front of
-it on request. Standard library only."""
+credentials read back, stopped with SIGTERM; a WAN emulator in front of it
+on request; and a spoke site that mounts a hub directory (its clients need
+boto3 and paramiko, imported when asked for)."""
 
 import json
 import pathlib
+import signal
 import socket
 import subprocess
 import sys
+import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 EMULATOR = HERE.parent.parent / "tools" / "wan_emulator.py"
@@ -57,3 +60,57 @@ class Emulator:
         self.proc.terminate()
         self.proc.wait(timeout=10)
         self.proc.stdout.close()
+
+
+SPOKE_PROTOCOLS = ("rest", "s3", "sftp", "nfs")
+
+
+class Spoke(Gateway):
+    """A spoke `weft serve` mounting data/datasets of `hub_url` at /datasets
+    (by config, or by flags), serving `protocols`."""
+
+    def __init__(self, weft, hub, hub_url, mode="strict", flags=False, protocols=SPOKE_PROTOCOLS, region=None):
+        credentials = str(hub.data / "credentials.json")
+        self.protocols = protocols
+        if flags:
+            super().__init__(weft, protocols=protocols, prefix="weft-spoke-", region=region,
+                             args=["--spoke", "/datasets=%s/data/datasets" % hub_url,
+                                   "--spoke-credentials", credentials, "--spoke-mode", mode])
+        else:
+            spoke = {"local": "/datasets", "hub": hub_url, "remote": "data/datasets",
+                     "credentials": credentials, "mode": mode}
+            super().__init__(weft, protocols=protocols, prefix="weft-spoke-", region=region,
+                             config={"spokes": [spoke]})
+
+    def restart(self):
+        """SIGTERM (exit 0), then `weft serve` again on the same data directory."""
+        started = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.wait(timeout=10) == 0, self.log()
+        self.stop_seconds = time.monotonic() - started
+        command = [self.weft, "serve", "--data", str(self.data)]
+        for p in ("s3", "rest", "nfs", "smb", "sftp"):
+            command += ["--" + p, "127.0.0.1:0" if p in self.protocols else "off"]
+        if (self.tmp / "weft.json").exists():
+            command += ["--config", str(self.tmp / "weft.json")]
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        self.endpoints = self._wait_for_endpoints()
+        self.url = "http://" + self.endpoints["rest"]
+
+    def s3(self):
+        import boto3
+        import botocore.config
+        return boto3.client(
+            "s3", endpoint_url="http://" + self.endpoints["s3"], region_name="us-east-1",
+            aws_access_key_id=self.credentials["access_key_id"],
+            aws_secret_access_key=self.credentials["secret_access_key"],
+            config=botocore.config.Config(s3={"addressing_style": "path"},
+                                          retries={"max_attempts": 1, "mode": "standard"}))
+
+    def sftp(self):
+        import paramiko
+        host, _, port = self.endpoints["sftp"].rpartition(":")
+        transport = paramiko.Transport((host, int(port)))
+        transport.connect(username=self.admin[0], password=self.admin[1])
+        return transport, paramiko.SFTPClient.from_transport(transport)

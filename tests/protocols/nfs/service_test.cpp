@@ -105,3 +105,13 @@ TEST_CASE("anonymous callers reach only public_read exports, read-only") {
   CHECK(p->access == ns::Access::read_only);
   CHECK(s.export_access(anonymous, "nope").error() == ns::make_error_code(ns::Errc::not_found));
 }
+
+TEST_CASE("namespace errors map to the NFSv3 status a client acts on") {
+  using ns::Errc;
+  CHECK(nfsstat3_of(ns::make_error_code(Errc::not_found)) == Nfsstat3::noent);
+  CHECK(nfsstat3_of(ns::make_error_code(Errc::read_only)) == Nfsstat3::rofs);
+  // A spoke's commit that lost to another site's: the client's data is not
+  // where it wrote it (it is kept under a conflict name), an I/O error.
+  CHECK(nfsstat3_of(ns::make_error_code(Errc::conflict)) == Nfsstat3::io);
+  CHECK(nfsstat3_of(ns::make_error_code(Errc::unavailable)) == Nfsstat3::jukebox);
+}
