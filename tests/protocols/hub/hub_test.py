@@ -9,7 +9,6 @@ independent reading of the frame format (frames.py).
     hub_test.py --weft PATH [unittest arguments]
 """
 
-import argparse
 import hashlib
 import json
 import os
@@ -22,7 +21,7 @@ import websocket
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frames  # noqa: E402
-from hubsite import Site  # noqa: E402
+from hubsite import Site, run_tests  # noqa: E402
 
 WEFT = None
 
@@ -480,14 +479,10 @@ class ShutdownTest(unittest.TestCase):
             hub.stop()
 
 
-def main():
+def configure(args):
     global WEFT
-    p = argparse.ArgumentParser()
-    p.add_argument("--weft", required=True)
-    args, rest = p.parse_known_args()
     WEFT = args.weft
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 
 if __name__ == "__main__":
-    main()
+    run_tests(170, configure)

@@ -4,6 +4,8 @@ credentials read back, stopped with SIGTERM; a WAN emulator in front of it
 on request; and a spoke site that mounts a hub directory (its clients need
 boto3 and paramiko, imported when asked for)."""
 
+import argparse
+import faulthandler
 import json
 import pathlib
 import signal
@@ -11,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import unittest
 
 HERE = pathlib.Path(__file__).resolve().parent
 EMULATOR = HERE.parent.parent / "tools" / "wan_emulator.py"
@@ -66,21 +69,22 @@ SPOKE_PROTOCOLS = ("rest", "s3", "sftp", "nfs")
 
 
 class Spoke(Gateway):
-    """A spoke `weft serve` mounting data/datasets of `hub_url` at /datasets
-    (by config, or by flags), serving `protocols`."""
+    """A spoke `weft serve` mounting `remote` of `hub_url` at `local` (by
+    config, or by flags; `local` None: no mount, one is added at run time),
+    serving `protocols`."""
 
-    def __init__(self, weft, hub, hub_url, mode="strict", flags=False, protocols=SPOKE_PROTOCOLS, region=None):
+    def __init__(self, weft, hub, hub_url, mode="strict", flags=False, protocols=SPOKE_PROTOCOLS, region=None,
+                 local="/datasets", remote="data/datasets"):
         credentials = str(hub.data / "credentials.json")
         self.protocols = protocols
+        args, config = [], None
         if flags:
-            super().__init__(weft, protocols=protocols, prefix="weft-spoke-", region=region,
-                             args=["--spoke", "/datasets=%s/data/datasets" % hub_url,
-                                   "--spoke-credentials", credentials, "--spoke-mode", mode])
-        else:
-            spoke = {"local": "/datasets", "hub": hub_url, "remote": "data/datasets",
-                     "credentials": credentials, "mode": mode}
-            super().__init__(weft, protocols=protocols, prefix="weft-spoke-", region=region,
-                             config={"spokes": [spoke]})
+            args = ["--spoke", "%s=%s/%s" % (local, hub_url, remote),
+                    "--spoke-credentials", credentials, "--spoke-mode", mode]
+        elif local:
+            config = {"spokes": [{"local": local, "hub": hub_url, "remote": remote,
+                                  "credentials": credentials, "mode": mode}]}
+        super().__init__(weft, protocols=protocols, prefix="weft-spoke-", region=region, args=args, config=config)
 
     def restart(self):
         """SIGTERM (exit 0), then `weft serve` again on the same data directory."""
@@ -114,3 +118,33 @@ class Spoke(Gateway):
         transport = paramiko.Transport((host, int(port)))
         transport.connect(username=self.admin[0], password=self.admin[1])
         return transport, paramiko.SFTPClient.from_transport(transport)
+
+
+def rest(site):
+    """A requests session signed in as the site's administrator."""
+    import requests
+    s = requests.Session()
+    s.auth = site.admin
+    return s
+
+
+def hub_put(hub, path, body):
+    """Writes `body` at `path` of the hub through its REST API."""
+    with rest(hub) as s:
+        r = s.put(hub.url + "/api/v1/files/" + path, data=body, params={"mkdirs": "true"})
+        assert r.status_code in (200, 201), r.text
+
+
+def run_tests(seconds, configure, *options):
+    """Parses --weft and `options` (each required), hands them to
+    `configure`, then runs the test classes named on the command line; a
+    hang shows where it is after `seconds`, before ctest's timeout kills
+    the run."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--weft", required=True)
+    for option in options:
+        parser.add_argument(option, required=True)
+    args, rest_args = parser.parse_known_args()
+    configure(args)
+    faulthandler.dump_traceback_later(seconds, exit=True)
+    unittest.main(module="__main__", argv=[sys.argv[0]] + rest_args, verbosity=2)

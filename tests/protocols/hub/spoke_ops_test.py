@@ -19,8 +19,6 @@ and the WAN emulator between them:
     spoke_ops_test.py --weft PATH [unittest arguments]
 """
 
-import argparse
-import faulthandler
 import hashlib
 import json
 import os
@@ -30,43 +28,16 @@ import sys
 import time
 import unittest
 
-import boto3
-import botocore.config
 import botocore.exceptions
 import requests
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hubsite import Site  # noqa: E402
-from gateway import Gateway  # noqa: E402  (on the path through hubsite)
+from hubsite import Site, Spoke, hub_put, rest, run_tests  # noqa: E402
 
 WEFT = None
 FEED_WAIT = 15  # seconds a change may take to reach a spoke
 OUTAGE = 30     # seconds the link is down in OutageTest
-
-
-def spoke_site(hub, hub_url, local=None, remote=None, mode="strict", region=None):
-    """A spoke `weft serve` (REST, S3); with `local`, configured to mount the
-    hub's `remote` there."""
-    config = None
-    if local:
-        config = {"spokes": [{"local": local, "hub": hub_url, "remote": remote,
-                              "credentials": str(hub.data / "credentials.json"), "mode": mode}]}
-    return Gateway(WEFT, protocols=("rest", "s3"), prefix="weft-spoke-", config=config, region=region)
-
-
-def rest(site):
-    s = requests.Session()
-    s.auth = site.admin
-    return s
-
-
-def s3_client(site):
-    return boto3.client(
-        "s3", endpoint_url="http://" + site.endpoints["s3"], region_name="us-east-1",
-        aws_access_key_id=site.credentials["access_key_id"],
-        aws_secret_access_key=site.credentials["secret_access_key"],
-        config=botocore.config.Config(s3={"addressing_style": "path"},
-                                      retries={"max_attempts": 1, "mode": "standard"}))
+SPOKE = ("rest", "s3")  # what a spoke serves here
 
 
 def s3_body(s3, bucket, key):
@@ -77,12 +48,6 @@ def s3_error(test, s3, bucket, key):
     with test.assertRaises(botocore.exceptions.ClientError) as e:
         s3_body(s3, bucket, key)
     return e.exception.response["Error"]["Code"]
-
-
-def hub_put(hub, path, body):
-    with rest(hub) as s:
-        r = s.put(hub.url + "/api/v1/files/" + path, data=body, params={"mkdirs": "true"})
-        assert r.status_code in (200, 201), r.text
 
 
 def hub_last_change(hub):
@@ -147,8 +112,8 @@ class RuntimeMountTest(unittest.TestCase):
             hub_put(cls.hub, "data/ops/" + name, body)
         cls.link = cls.hub.emulator("--rtt-ms", "10")
         cls.hub_url = "http://" + cls.link.address
-        cls.spoke = spoke_site(cls.hub, cls.hub_url)
-        cls.s3 = s3_client(cls.spoke)
+        cls.spoke = Spoke(WEFT, cls.hub, cls.hub_url, local=None, protocols=SPOKE)
+        cls.s3 = cls.spoke.s3()
         cls.creds = json.loads((cls.hub.data / "credentials.json").read_text())
 
     @classmethod
@@ -358,8 +323,8 @@ class OutageTest(unittest.TestCase):
             for name, body in before.items():
                 hub_put(hub, "data/live/" + name, body)
             link = hub.emulator("--rtt-ms", "10")
-            spoke = spoke_site(hub, "http://" + link.address, "/live", "data/live", mode="available")
-            s3 = s3_client(spoke)
+            spoke = Spoke(WEFT, hub, "http://" + link.address, local="/live", remote="data/live", protocols=SPOKE, mode="available")
+            s3 = spoke.s3()
             for name, body in before.items():
                 self.assertEqual(s3_body(s3, "live", name), body)  # cached at the spoke
             keys = [o["Key"] for o in s3.list_objects_v2(Bucket="live")["Contents"]]
@@ -420,8 +385,8 @@ class CutTest(unittest.TestCase):
             for i, body in enumerate(bodies):
                 hub_put(hub, "data/cut/file%d.bin" % i, body)
             link = hub.emulator("--rtt-ms", "20")
-            spoke = spoke_site(hub, "http://" + link.address, "/cut", "data/cut")
-            s3 = s3_client(spoke)
+            spoke = Spoke(WEFT, hub, "http://" + link.address, local="/cut", remote="data/cut", protocols=SPOKE)
+            s3 = spoke.s3()
             outcomes = []
             for i, (body, cut) in enumerate(zip(bodies, (300001, 2500003, 6000007))):
                 caught_up(self, spoke, hub, "/cut")
@@ -460,9 +425,9 @@ class ResidencyTest(unittest.TestCase):
             hub_put(hub, "data/region/eu/secret.bin", secret)
             hub_put(hub, "data/region/open/public.txt", b"for everyone\n")
             url = "http://" + hub.rest
-            us = spoke_site(hub, url, "/region", "data/region")
-            eu = spoke_site(hub, url, "/region", "data/region", region="eu-west-1")
-            s3_us, s3_eu = s3_client(us), s3_client(eu)
+            us = Spoke(WEFT, hub, url, local="/region", remote="data/region", protocols=SPOKE)
+            eu = Spoke(WEFT, hub, url, local="/region", remote="data/region", protocols=SPOKE, region="eu-west-1")
+            s3_us, s3_eu = us.s3(), eu.s3()
             self.assertEqual(s3_body(s3_us, "region", "open/public.txt"), b"for everyone\n")
             self.assertEqual(s3_error(self, s3_us, "region", "eu/secret.bin"), "AccessDenied")
             with rest(us) as s:
@@ -500,16 +465,10 @@ class ResidencyTest(unittest.TestCase):
                     self.assertEqual(site.stop(), 0)
 
 
-def main():
+def configure(args):
     global WEFT
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--weft", required=True)
-    args, rest_args = parser.parse_known_args()
     WEFT = args.weft
-    # A hang shows where it is before ctest's timeout kills the run.
-    faulthandler.dump_traceback_later(170, exit=True)
-    unittest.main(argv=[sys.argv[0]] + rest_args)
 
 
 if __name__ == "__main__":
-    main()
+    run_tests(170, configure)

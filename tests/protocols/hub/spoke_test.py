@@ -12,8 +12,6 @@ refuses writes read-only).
     spoke_test.py --weft PATH [unittest arguments]
 """
 
-import argparse
-import faulthandler
 import hashlib
 import os
 import shutil
@@ -26,22 +24,11 @@ import botocore.exceptions
 import requests
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hubsite import Site, Spoke  # noqa: E402
+from hubsite import Site, Spoke, hub_put, rest, run_tests  # noqa: E402
 
 WEFT = None
+DATASETS = "data/datasets/"  # the hub directory the spokes mount
 FEED_WAIT = 15  # seconds an overwrite may take to reach the spoke
-
-
-def rest(site):
-    s = requests.Session()
-    s.auth = site.admin
-    return s
-
-
-def hub_put(hub, path, body):
-    with rest(hub) as s:
-        r = s.put(hub.url + "/api/v1/files/data/datasets/" + path, data=body, params={"mkdirs": "true"})
-        assert r.status_code in (200, 201), r.text
 
 
 def s3_body(s3, key, **kw):
@@ -61,7 +48,7 @@ class ReadPathTest(unittest.TestCase):
             "nested/deeper/leaf.csv": b"a,b\n1,2\n" * 5000,
         }
         for path, body in cls.files.items():
-            hub_put(cls.hub, path, body)
+            hub_put(cls.hub, DATASETS + path, body)
         cls.link = cls.hub.emulator("--rtt-ms", "20")
         cls.spoke = Spoke(WEFT, cls.hub, "http://" + cls.link.address)
         cls.s3 = cls.spoke.s3()
@@ -134,9 +121,9 @@ class ReadPathTest(unittest.TestCase):
         self.assertEqual(attrs["big.bin"].st_size, len(self.files["big.bin"]))
 
     def test_an_overwrite_at_the_hub_reaches_the_spoke(self):
-        hub_put(self.hub, "changing.txt", b"version one\n")
+        hub_put(self.hub, DATASETS + "changing.txt", b"version one\n")
         self.assertEqual(s3_body(self.s3, "changing.txt"), b"version one\n")  # now cached
-        hub_put(self.hub, "changing.txt", b"version two, longer\n")
+        hub_put(self.hub, DATASETS + "changing.txt", b"version two, longer\n")
         deadline = time.monotonic() + FEED_WAIT
         seen = s3_body(self.s3, "changing.txt")
         while seen != b"version two, longer\n" and time.monotonic() < deadline:
@@ -148,7 +135,7 @@ class ReadPathTest(unittest.TestCase):
             self.assertEqual(f.read(), b"version two, longer\n")
         # A new file appears in the cached listing too.
         self.s3.list_objects_v2(Bucket="datasets")
-        hub_put(self.hub, "appeared.txt", b"new\n")
+        hub_put(self.hub, DATASETS + "appeared.txt", b"new\n")
         deadline = time.monotonic() + FEED_WAIT
         while time.monotonic() < deadline:
             keys = [o["Key"] for o in self.s3.list_objects_v2(Bucket="datasets")["Contents"]]
@@ -210,7 +197,7 @@ class ListingOrderTest(unittest.TestCase):
             # object), larger ones through an open handle.
             files = {"seq/%03d.bin" % i: os.urandom((40 if i % 2 else 100) << 10) for i in range(self.FILES)}
             for path, body in files.items():
-                hub_put(hub, path, body)
+                hub_put(hub, DATASETS + path, body)
             link = hub.emulator("--rtt-ms", str(self.RTT * 1000))
             spoke = Spoke(WEFT, hub, "http://" + link.address)
             s3 = spoke.s3()
@@ -244,10 +231,10 @@ class HubDownTest(unittest.TestCase):
         hub = Site(WEFT)
         strict = available = None
         try:
-            hub_put(hub, "a.txt", b"cached at the spokes\n")
-            hub_put(hub, "b.txt", b"never read before the hub stops\n")
+            hub_put(hub, DATASETS + "a.txt", b"cached at the spokes\n")
+            hub_put(hub, DATASETS + "b.txt", b"never read before the hub stops\n")
             big = os.urandom(24 << 20)
-            hub_put(hub, "big.bin", big)
+            hub_put(hub, DATASETS + "big.bin", big)
             url = "http://" + hub.rest
             strict = Spoke(WEFT, hub, url, mode="strict", flags=True)
             available = Spoke(WEFT, hub, url, mode="available")
@@ -312,7 +299,7 @@ class RestartTest(unittest.TestCase):
         spoke = None
         try:
             for path in ("one.txt", "two.txt", "dir/three.txt"):
-                hub_put(hub, path, path.encode())
+                hub_put(hub, DATASETS + path, path.encode())
             spoke = Spoke(WEFT, hub, "http://" + hub.rest)
 
             def inos():
@@ -336,16 +323,10 @@ class RestartTest(unittest.TestCase):
                     self.assertEqual(site.stop(), 0)
 
 
-def main():
+def configure(args):
     global WEFT
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--weft", required=True)
-    args, rest_args = parser.parse_known_args()
     WEFT = args.weft
-    # A hang shows where it is before ctest's timeout kills the run.
-    faulthandler.dump_traceback_later(160, exit=True)
-    unittest.main(argv=[sys.argv[0]] + rest_args)
 
 
 if __name__ == "__main__":
-    main()
+    run_tests(160, configure)

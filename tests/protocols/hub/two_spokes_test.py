@@ -12,8 +12,6 @@ only the chunks that changed.
     two_spokes_test.py --weft PATH --nfs-client PATH [unittest arguments]
 """
 
-import argparse
-import faulthandler
 import hashlib
 import os
 import pathlib
@@ -27,27 +25,15 @@ import unittest
 
 import botocore.exceptions
 import paramiko
-import requests
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hubsite import Site, Spoke  # noqa: E402
+from hubsite import Site, Spoke, hub_put, rest, run_tests  # noqa: E402
 
 WEFT = None
+DATASETS = "data/datasets/"  # the hub directory the spokes mount
 NFS_CLIENT = None  # tests/protocols/nfs/nfs_client.cpp
 FEED_WAIT = 15  # seconds a change may take to reach a spoke's listings
 MOUNT = "/data/datasets/"
-
-
-def rest(site):
-    s = requests.Session()
-    s.auth = site.admin
-    return s
-
-
-def hub_put(hub, path, body):
-    with rest(hub) as s:
-        r = s.put(hub.url + "/api/v1/files/data/datasets/" + path, data=body, params={"mkdirs": "true"})
-        assert r.status_code in (200, 201), r.text
 
 
 def hub_get(hub, path):
@@ -154,7 +140,7 @@ class ReadEverywhereTest(TwoSpokes):
             "dir/mixed.bin": os.urandom(3 << 20) + b"z" * (1 << 20),
         }
         for path, body in files.items():
-            hub_put(self.hub, path, body)
+            hub_put(self.hub, DATASETS + path, body)
         for path, body in files.items():
             with self.subTest(path=path):
                 got = self.s3.get_object(Bucket="datasets", Key=path)["Body"].read()
@@ -169,7 +155,7 @@ class ReadEverywhereTest(TwoSpokes):
 
 class ConflictTest(TwoSpokes):
     def test_two_spokes_write_one_version_one_wins_the_other_is_kept(self):
-        hub_put(self.hub, "shared.txt", b"version one\n")
+        hub_put(self.hub, DATASETS + "shared.txt", b"version one\n")
         bodies = [b"from spoke one\n", b"from spoke two, longer\n"]
         # Both open the version the hub has, and write.
         handles = [sftp.open(MOUNT + "shared.txt", "r+") for sftp in (self.sftp1, self.sftp2)]
@@ -209,7 +195,7 @@ class ConflictTest(TwoSpokes):
     def test_a_write_over_s3_conflicting_with_a_newer_version_is_refused(self):
         """An S3 PUT replaces the version its key held when it began; one
         committed meanwhile elsewhere makes it fail 409, its body kept."""
-        hub_put(self.hub, "object.txt", b"first\n")
+        hub_put(self.hub, DATASETS + "object.txt", b"first\n")
         f = self.sftp2.open(MOUNT + "object.txt", "r+")  # spoke 2 starts from version 1
         f.write(b"spoke two wrote this\n")
         self.s3.put_object(Bucket="datasets", Key="object.txt", Body=b"spoke one's PUT\n")
@@ -328,18 +314,11 @@ class DeltaCommitTest(TwoSpokes):
         self.assertEqual(hashlib.sha256(sftp_read(self.sftp2, "large.bin")).digest(), hashlib.sha256(body).digest())
 
 
-def main():
+def configure(args):
     global WEFT, NFS_CLIENT
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--weft", required=True)
-    parser.add_argument("--nfs-client", required=True)
-    args, rest_args = parser.parse_known_args()
     WEFT = args.weft
     NFS_CLIENT = args.nfs_client
-    # A hang shows where it is before ctest's timeout kills the run.
-    faulthandler.dump_traceback_later(160, exit=True)
-    unittest.main(argv=[sys.argv[0]] + rest_args)
 
 
 if __name__ == "__main__":
-    main()
+    run_tests(160, configure, "--nfs-client")
