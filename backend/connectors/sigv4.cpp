@@ -78,22 +78,6 @@ std::string signed_header_names(const Params& headers) {
 
 }  // namespace
 
-std::string uri_encode(std::string_view s, bool encode_slash) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size() + s.size() / 4);
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || (c == '/' && !encode_slash)) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 std::string canonical_query(const Params& query) {
   Params encoded;
   encoded.reserve(query.size());

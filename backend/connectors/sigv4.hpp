@@ -4,6 +4,8 @@
 // server's side, over its own request types, a layer above this one.)
 #pragma once
 
+#include "gateway/text/percent.hpp"
+
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -22,9 +24,7 @@ struct Credentials {
   std::string service = "s3";
 };
 
-// Keeps A-Z a-z 0-9 - . _ ~ (and '/' unless encode_slash); everything else
-// becomes %XX, upper-case, as AWS encodes URIs.
-std::string uri_encode(std::string_view s, bool encode_slash);
+using text::uri_encode;
 
 using Params = std::vector<std::pair<std::string, std::string>>;  // decoded names and values
 // The query as signed and as sent: encoded, sorted by name then value.

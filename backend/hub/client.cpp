@@ -1,5 +1,7 @@
 #include "backend/hub/client.hpp"
 
+#include "gateway/text/percent.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
@@ -95,21 +97,6 @@ struct Connection {
 
 void throw_exception_from_error(const Error& e, const boost::source_location&) {
   throw std::runtime_error("hub: " + e.message);
-}
-
-std::string encode_query_value(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
 }
 
 struct Client::Impl : std::enable_shared_from_this<Impl> {
@@ -368,7 +355,7 @@ asio::awaitable<Result<std::uint64_t>> Client::last_change() {
 }
 
 asio::awaitable<Result<Attr>> Client::attr(std::string path) {
-  const std::string query = "path=" + encode_query_value(path);
+  const std::string query = "path=" + text::uri_encode(path, false);
   const std::string call_target = impl_->target("attr", query);
   auto j = co_await impl_->json_call(bhttp::verb::get, call_target);
   if (!j) co_return j.error();
@@ -376,7 +363,7 @@ asio::awaitable<Result<Attr>> Client::attr(std::string path) {
 }
 
 asio::awaitable<Result<Listing>> Client::list(std::string path, std::uint64_t cookie, std::size_t limit) {
-  const std::string query = "path=" + encode_query_value(path) + "&cookie=" + std::to_string(cookie) +
+  const std::string query = "path=" + text::uri_encode(path, false) + "&cookie=" + std::to_string(cookie) +
                             "&limit=" + std::to_string(limit);
   const std::string call_target = impl_->target("list", query);
   auto j = co_await impl_->json_call(bhttp::verb::get, call_target);
@@ -394,7 +381,7 @@ asio::awaitable<Result<Listing>> Client::list(std::string path, std::uint64_t co
 }
 
 asio::awaitable<Result<wire::Manifest>> Client::manifest(std::string path, std::uint64_t version) {
-  const std::string query = "path=" + encode_query_value(path) + "&version=" + std::to_string(version);
+  const std::string query = "path=" + text::uri_encode(path, false) + "&version=" + std::to_string(version);
   const std::string call_target = impl_->target("manifest", query);
   auto j = co_await impl_->json_call(bhttp::verb::get, call_target);
   if (!j) co_return j.error();
@@ -409,7 +396,7 @@ asio::awaitable<Result<Manifests>> Client::manifests(std::string dir, std::vecto
   if (names.empty() || names.size() > kMaxManifests)
     co_return failure(Error::Kind::protocol, "manifests: 1 to " + std::to_string(kMaxManifests) + " names");
   const std::string body = nlohmann::json{{"names", names}}.dump();
-  const std::string call_target = impl_->target("manifests", "path=" + encode_query_value(dir));
+  const std::string call_target = impl_->target("manifests", "path=" + text::uri_encode(dir, false));
   auto j = co_await impl_->json_call(bhttp::verb::post, call_target, body, kJson, true);
   if (!j) co_return j.error();
   Manifests out;
@@ -440,7 +427,7 @@ asio::awaitable<Result<Manifests>> Client::manifests(std::string dir, std::vecto
 asio::awaitable<Result<std::vector<std::string>>> Client::fetch(std::string path, std::uint64_t version,
                                                                 std::vector<wire::ChunkRef> chunks) {
   const std::string call_target =
-      impl_->target("chunks", "path=" + encode_query_value(path) + "&version=" + std::to_string(version));
+      impl_->target("chunks", "path=" + text::uri_encode(path, false) + "&version=" + std::to_string(version));
   const Impl::BatchRequest make_request = [&](std::size_t first, std::size_t last) {
     std::string body;
     body.reserve((last - first) * 32);
@@ -460,7 +447,7 @@ asio::awaitable<Result<std::vector<std::string>>> Client::fetch_files(std::strin
       chunks.push_back(c);
       file_of.push_back(f);
     }
-  const std::string call_target = impl_->target("dir_chunks", "path=" + encode_query_value(dir));
+  const std::string call_target = impl_->target("dir_chunks", "path=" + text::uri_encode(dir, false));
   const Impl::BatchRequest make_request = [&](std::size_t first, std::size_t last) {
     nlohmann::json list = nlohmann::json::array();
     for (std::size_t i = first; i < last; ++i) {
@@ -509,7 +496,7 @@ asio::awaitable<Result<Attr>> Client::commit(std::string path, std::uint64_t bas
       wire::append_data(body, c.digest, std::as_bytes(std::span(c.bytes.data(), c.bytes.size())));
     }
   }
-  const std::string query = "path=" + encode_query_value(path) + "&base_ino=" + std::to_string(base_ino) +
+  const std::string query = "path=" + text::uri_encode(path, false) + "&base_ino=" + std::to_string(base_ino) +
                             "&base_version=" + std::to_string(base_version) + "&mode=" + std::to_string(mode);
   const std::string call_target = impl_->target("commit", query);
   auto j = co_await impl_->json_call(bhttp::verb::post, call_target, body);
@@ -518,7 +505,7 @@ asio::awaitable<Result<Attr>> Client::commit(std::string path, std::uint64_t bas
 }
 
 asio::awaitable<Result<Attr>> Client::mkdir(std::string path, std::uint32_t mode) {
-  const std::string query = "path=" + encode_query_value(path) + "&mode=" + std::to_string(mode);
+  const std::string query = "path=" + text::uri_encode(path, false) + "&mode=" + std::to_string(mode);
   const std::string call_target = impl_->target("mkdir", query);
   auto j = co_await impl_->json_call(bhttp::verb::post, call_target);
   if (!j) co_return j.error();
@@ -526,7 +513,7 @@ asio::awaitable<Result<Attr>> Client::mkdir(std::string path, std::uint32_t mode
 }
 
 asio::awaitable<Result<Attr>> Client::create(std::string path, std::uint32_t mode, bool exclusive) {
-  const std::string query = "path=" + encode_query_value(path) + "&mode=" + std::to_string(mode) +
+  const std::string query = "path=" + text::uri_encode(path, false) + "&mode=" + std::to_string(mode) +
                             "&exclusive=" + (exclusive ? "true" : "false");
   const std::string call_target = impl_->target("create", query);
   auto j = co_await impl_->json_call(bhttp::verb::post, call_target);
@@ -535,7 +522,7 @@ asio::awaitable<Result<Attr>> Client::create(std::string path, std::uint32_t mod
 }
 
 asio::awaitable<Result<std::uint64_t>> Client::remove(std::string path) {
-  const std::string query = "path=" + encode_query_value(path);
+  const std::string query = "path=" + text::uri_encode(path, false);
   const std::string call_target = impl_->target("remove", query);
   auto j = co_await impl_->json_call(bhttp::verb::post, call_target);
   if (!j) co_return j.error();
@@ -543,7 +530,7 @@ asio::awaitable<Result<std::uint64_t>> Client::remove(std::string path) {
 }
 
 asio::awaitable<Result<std::uint64_t>> Client::rmdir(std::string path) {
-  const std::string query = "path=" + encode_query_value(path);
+  const std::string query = "path=" + text::uri_encode(path, false);
   const std::string call_target = impl_->target("rmdir", query);
   auto j = co_await impl_->json_call(bhttp::verb::post, call_target);
   if (!j) co_return j.error();
@@ -551,7 +538,7 @@ asio::awaitable<Result<std::uint64_t>> Client::rmdir(std::string path) {
 }
 
 asio::awaitable<Result<Attr>> Client::rename(std::string from, std::string to, bool no_replace) {
-  const std::string query = "from=" + encode_query_value(from) + "&to=" + encode_query_value(to) +
+  const std::string query = "from=" + text::uri_encode(from, false) + "&to=" + text::uri_encode(to, false) +
                             "&no_replace=" + (no_replace ? "true" : "false");
   const std::string call_target = impl_->target("rename", query);
   auto j = co_await impl_->json_call(bhttp::verb::post, call_target);
@@ -560,7 +547,7 @@ asio::awaitable<Result<Attr>> Client::rename(std::string from, std::string to, b
 }
 
 asio::awaitable<Result<Attr>> Client::symlink(std::string path, std::string target) {
-  const std::string query = "path=" + encode_query_value(path) + "&target=" + encode_query_value(target);
+  const std::string query = "path=" + text::uri_encode(path, false) + "&target=" + text::uri_encode(target, false);
   const std::string call_target = impl_->target("symlink", query);
   auto j = co_await impl_->json_call(bhttp::verb::post, call_target);
   if (!j) co_return j.error();
@@ -568,7 +555,7 @@ asio::awaitable<Result<Attr>> Client::symlink(std::string path, std::string targ
 }
 
 asio::awaitable<Result<Attr>> Client::setattr(std::string path, SetAttrs changes) {
-  std::string query = "path=" + encode_query_value(path);
+  std::string query = "path=" + text::uri_encode(path, false);
   auto add = [&query](std::string_view name, const auto& value) {
     if (value) query += "&" + std::string(name) + "=" + std::to_string(*value);
   };
@@ -585,7 +572,7 @@ asio::awaitable<Result<Attr>> Client::setattr(std::string path, SetAttrs changes
 }
 
 asio::awaitable<Result<std::pair<std::string, Attr>>> Client::readlink(std::string path) {
-  const std::string query = "path=" + encode_query_value(path);
+  const std::string query = "path=" + text::uri_encode(path, false);
   const std::string call_target = impl_->target("readlink", query);
   auto j = co_await impl_->json_call(bhttp::verb::get, call_target);
   if (!j) co_return j.error();

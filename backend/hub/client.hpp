@@ -174,8 +174,4 @@ class Client {
   std::shared_ptr<Impl> impl_;
 };
 
-// The query value of a path or name: every byte but A-Z a-z 0-9 - . _ ~ /
-// percent-encoded.
-std::string encode_query_value(std::string_view s);
-
 }  // namespace weft::hub

@@ -23,23 +23,6 @@ const std::string* Target::param(std::string_view name) const {
   return nullptr;
 }
 
-std::string percent_encode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 std::optional<std::string> check_segment(std::string_view d) {
   if (d.empty()) return "empty path segment";
   if (d.find('\0') != std::string_view::npos) return "NUL in a path";

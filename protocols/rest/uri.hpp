@@ -8,6 +8,7 @@
 #pragma once
 
 #include "protocols/http/uri.hpp"
+#include "gateway/text/percent.hpp"
 
 #include "protocols/rest/errors.hpp"
 
@@ -36,7 +37,7 @@ struct Target {
 using http::percent_decode;
 // Every byte but the unreserved ones (A-Z a-z 0-9 - . _ ~) escaped: one
 // path segment or query value.
-std::string percent_encode(std::string_view s);
+inline std::string percent_encode(std::string_view s) { return text::uri_encode(s, true); }
 
 // Checks one decoded name (a path segment, or a component of a path given
 // in a JSON body); nullopt when it is acceptable, else why not.

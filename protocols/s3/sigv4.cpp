@@ -1,6 +1,7 @@
 #include "protocols/s3/sigv4.hpp"
 
 #include "protocols/s3/checksum.hpp"
+#include "gateway/text/percent.hpp"
 
 #include <openssl/crypto.h>
 
@@ -9,11 +10,6 @@
 namespace weft::s3::sigv4 {
 
 namespace {
-
-bool unreserved(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '.' || c == '_' || c == '~';
-}
 
 bool is_lower_hex(std::string_view s) {
   return std::all_of(s.begin(), s.end(),
@@ -41,31 +37,8 @@ void append_trimmed(std::string& out, std::string_view v) {
   }
 }
 
-// uri_encode() appended to `out`.
-void append_uri_encoded(std::string& out, std::string_view s, bool encode_slash) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  auto kept = [&](unsigned char c) { return unreserved(c) || (c == '/' && !encode_slash); };
-  for (std::size_t i = 0; i < s.size();) {
-    // Runs of kept bytes are appended whole: most of a URI is one.
-    std::size_t end = i;
-    while (end < s.size() && kept(static_cast<unsigned char>(s[end]))) ++end;
-    out.append(s.substr(i, end - i));
-    if (end == s.size()) break;
-    auto c = static_cast<unsigned char>(s[end]);
-    const char escape[3] = {'%', kHex[c >> 4], kHex[c & 15]};
-    out.append(escape, 3);
-    i = end + 1;
-  }
-}
 
 }  // namespace
-
-std::string uri_encode(std::string_view s, bool encode_slash) {
-  std::string out;
-  out.reserve(s.size() + s.size() / 4);
-  append_uri_encoded(out, s, encode_slash);
-  return out;
-}
 
 std::string Scope::str() const { return date + "/" + region + "/" + service + "/aws4_request"; }
 
@@ -161,7 +134,7 @@ std::string canonical_request(const CanonicalInput& in) {
   if (in.path.empty())
     out += '/';
   else
-    append_uri_encoded(out, in.path, false);
+    text::append_uri_encoded(out, in.path, false);
   out += '\n';
 
   // The encoded parameters, sorted by name then value: encoded into one
@@ -175,10 +148,10 @@ std::string canonical_request(const CanonicalInput& in) {
   for (const auto& p : in.query) {
     if (in.presigned && p.name == "X-Amz-Signature") continue;
     Param e{encoded.size(), 0, 0, 0};
-    append_uri_encoded(encoded, p.name, true);
+    text::append_uri_encoded(encoded, p.name, true);
     e.name_size = encoded.size() - e.name;
     e.value = encoded.size();
-    append_uri_encoded(encoded, p.value, true);
+    text::append_uri_encoded(encoded, p.value, true);
     e.value_size = encoded.size() - e.value;
     q.push_back(e);
   }

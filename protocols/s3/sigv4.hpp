@@ -9,6 +9,7 @@
 #include "protocols/http/uri.hpp"
 
 #include "protocols/http/exchange.hpp"
+#include "gateway/text/percent.hpp"
 
 #include <array>
 #include <cstdint>
@@ -31,9 +32,7 @@ inline constexpr std::string_view kEmptySha256 =
 // Presigned URLs live at most this long (X-Amz-Expires).
 inline constexpr std::int64_t kMaxExpires = 7 * 24 * 3600;
 
-// Keeps A-Z a-z 0-9 - . _ ~ (and '/' unless encode_slash); the rest becomes
-// %XX with upper-case hex.
-std::string uri_encode(std::string_view s, bool encode_slash);
+using text::uri_encode;
 using http::percent_decode;
 
 struct Scope {
