@@ -291,22 +291,19 @@ class Connection:
 
     def close(self):
         """Both directions ended (or a side failed): close both sockets, sending what they hold."""
-        if self.closed:
-            return
-        self.closed = True
-        self.finish()
-        for side in (self.client, self.server):
-            if side.transport is not None:
-                side.transport.close()
+        self._end(lambda transport: transport.close())
 
     def reset(self):
+        self._end(reset_transport)
+
+    def _end(self, end_transport):
         if self.closed:
             return
         self.closed = True
         self.finish()
         for side in (self.client, self.server):
             if side.transport is not None:
-                reset_transport(side.transport)
+                end_transport(side.transport)
 
     def finish(self):
         self.up.stop()
