@@ -138,13 +138,10 @@ void Ensemble::update_weights() {
     }
     sum += j.weight;
   }
-  const double floor = options_.weight_floor / static_cast<double>(judges_.size());
-  double floored = 0;
-  for (auto& j : judges_) {
-    j.weight = std::max(j.weight / sum, floor);
-    floored += j.weight;
-  }
-  for (auto& j : judges_) j.weight /= floored;
+  // Normalized, then mixed with the uniform share (Herbster and Warmuth's
+  // fixed share): every weight stays at least the floor, sum 1.
+  const double n = static_cast<double>(judges_.size()), floor = options_.weight_floor / n;
+  for (auto& j : judges_) j.weight = floor + (1 - n * floor) * (j.weight / sum);
 }
 
 Outlook Ensemble::outlook(FileId file, std::uint64_t offset, Time now) const {

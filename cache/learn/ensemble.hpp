@@ -9,8 +9,9 @@
 // arrived in time. Weights: multiplicative weights on each expert's
 // timely-hit rate, w <- w * (1 - rate_of_learning * (1 - timely/resolved)),
 // updated every `update_every` resolved predictions, normalized to sum 1
-// and floored (weight_floor / experts), so an expert that was wrong for a
-// phase recovers when it is right again (an epoch boundary, a new job).
+// and mixed with a uniform share so that none falls below weight_floor /
+// experts: an expert that was wrong for a phase regains weight as soon as
+// the others do worse than it (an epoch boundary, a new job).
 // Proposals rank by weight x confidence x urgency (how soon, in units of
 // `lead`); the weight orders the experts against each other. What is fetched
 // or protected at all is gated by an absolute, calibrated confidence: the
@@ -40,7 +41,7 @@ namespace weft::cache::learn {
 
 struct EnsembleOptions {
   Time lead = 60 * kMillisecond;  // a fetch's round trip and transfer
-  double learning_rate = 0.3;
+  double learning_rate = 0.5;
   double weight_floor = 0.1;      // as a share of the mean weight
   std::size_t update_every = 64;  // resolved predictions between weight updates
   double gate = 0.5;              // calibrated confidence below this: not acted on

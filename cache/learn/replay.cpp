@@ -241,7 +241,8 @@ class Replayer final : public Residency {
           if (speculative) break;  // on to the next proposal
           return;
         }
-        if (!policy_->would_admit(c.bytes, p.outlook, now_)) return;
+        // Cache space: what is on its way will need room too.
+        if (!policy_->would_admit(inflight_bytes_ + c.bytes, p.outlook, now_)) return;
         const Time arrival = transfer(c.bytes, now_);
         flights_.emplace(c.key, Flight{arrival, c.bytes, p.expert, p.prediction.file, c.offset, p.outlook});
         arrivals_.push({arrival, c.key});

@@ -165,7 +165,12 @@ Generated shared(Generator& g) {
     subset.insert(subset.end(), pick.begin() + static_cast<std::ptrdiff_t>(part * (j + 1)),
                   pick.begin() + static_cast<std::ptrdiff_t>(part * (j + 2)));
     std::sort(subset.begin(), subset.end());
-    Job job(out.trace, "job-b" + std::to_string(j + 1), j * 2 * kSecond, g.options().read_rate / 3);
+    // Staggered by a tenth of an epoch each.
+    std::uint64_t epoch_bytes = 0;
+    for (auto i : subset)
+      for (const Chunk& c : files[i].chunks) epoch_bytes += c.bytes;
+    const double rate = g.options().read_rate / 3;
+    Job job(out.trace, "job-b" + std::to_string(j + 1), static_cast<Time>(j * 0.1 * epoch_bytes / rate * 1e9), rate);
     for (int e = 0; e < 3; ++e) {
       const SamplerSpec spec{g.options().seed + static_cast<std::uint64_t>(j), static_cast<std::uint64_t>(e), 1, 0, false};
       std::vector<const File*> order;

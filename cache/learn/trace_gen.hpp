@@ -8,7 +8,8 @@
 //
 //   a  epochs:  1 job, 3 epochs of a shuffled 10,000-file dataset
 //   b  shared:  3 jobs, each a 30% subset of a 10,000-file dataset with half
-//               of each subset shared by all, interleaved (staggered starts)
+//               of each subset shared by all, interleaved (each starts a tenth
+//               of an epoch after the previous one)
 //   c  rerun:   (a), then a second run with the same seed after 10% of the
 //               files changed (a new version: new chunks from a random
 //               chunk on)

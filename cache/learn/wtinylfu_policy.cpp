@@ -29,7 +29,10 @@
 //  expected: chunks an expert expects `soon`, evicted furthest expected
 //            first and only for a chunk expected much sooner — within half
 //            the time from now — since expectations are estimates: trading
-//            one guess for a slightly better one only churns the link. An
+//            one guess for a slightly better one only churns the link. A
+//            chunk expected after the cache's worth of chunks expected
+//            before it is not stored at all: Belady's rule on the
+//            predictions says it would be evicted before its read. An
 //            expectation past its deadline is stale and its chunk returns to
 //            probation.
 #include "cache/learn/frequency_sketch.hpp"
@@ -227,6 +230,7 @@ class WTinyLfuPolicy final : public Policy {
   // Whether `bytes` can be made free for a chunk bound for `region` without
   // evicting what it must not displace.
   bool room_for(std::uint64_t bytes, Region region, const Outlook& o, Time now, unsigned frequency) const {
+    if (region == Region::expected && !within_horizon(bytes, o.expected)) return false;
     std::uint64_t free = capacity() - used_;
     if (free >= bytes) return true;
     if (region == Region::retired) {
@@ -240,6 +244,20 @@ class WTinyLfuPolicy final : public Policy {
         free += entries_.at(it->second).bytes;
     }
     return free >= bytes;
+  }
+
+  // Whether the chunks expected no later than `expected`, and `bytes` more,
+  // fit in the cache. Counted from the far end, as far as needed.
+  bool within_horizon(std::uint64_t bytes, Time expected) const {
+    const std::uint64_t predicted = bytes_of(Region::expected);
+    if (predicted + bytes <= capacity()) return true;
+    const std::uint64_t later_needed = predicted + bytes - capacity();
+    std::uint64_t later = 0;
+    for (auto it = by_expected_.rbegin(); it != by_expected_.rend() && it->first > expected; ++it) {
+      later += entries_.at(it->second).bytes;
+      if (later >= later_needed) return true;
+    }
+    return false;
   }
 
   // Of the oldest retired chunks, those requested at most half as often as
