@@ -21,21 +21,16 @@ Catalog Catalog::Builder::build() && {
   c.sizes_ = std::move(sizes_);
   c.ids_ = std::move(ids_);
   c.dataset_of_.resize(c.paths_.size());
-  c.rank_.resize(c.paths_.size());
   for (FileId f = 0; f < c.paths_.size(); ++f) {
     std::string dir(directory_of(c.paths_[f]));
-    auto [it, added] = c.dataset_ids_.try_emplace(dir, static_cast<DatasetId>(c.dataset_paths_.size()));
-    if (added) {
-      c.dataset_paths_.push_back(dir);
-      c.listings_.emplace_back();
-    }
+    auto [it, added] = c.dataset_ids_.try_emplace(dir, static_cast<DatasetId>(c.listings_.size()));
+    if (added) c.listings_.emplace_back();
     c.dataset_of_[f] = it->second;
     c.listings_[it->second].push_back(f);
   }
   for (auto& listing : c.listings_) {
     // std::string compares as unsigned bytes: the order sampler.hpp documents.
     std::sort(listing.begin(), listing.end(), [&](FileId a, FileId b) { return c.paths_[a] < c.paths_[b]; });
-    for (std::uint32_t i = 0; i < listing.size(); ++i) c.rank_[listing[i]] = i;
   }
   return c;
 }

@@ -33,15 +33,11 @@ class Catalog {
   };
 
   std::size_t files() const { return paths_.size(); }
-  std::size_t datasets() const { return listings_.size(); }
   const std::string& path(FileId f) const { return paths_[f]; }
   std::uint64_t size(FileId f) const { return sizes_[f]; }
   DatasetId dataset_of(FileId f) const { return dataset_of_[f]; }
-  const std::string& dataset_path(DatasetId d) const { return dataset_paths_[d]; }
   // The dataset's files in byte order of their paths.
   std::span<const FileId> listing(DatasetId d) const { return listings_[d]; }
-  // A file's index in its dataset's listing.
-  std::uint32_t rank_in_listing(FileId f) const { return rank_[f]; }
   std::optional<FileId> find(std::string_view path) const;
   std::optional<DatasetId> find_dataset(std::string_view directory) const;
 
@@ -52,8 +48,6 @@ class Catalog {
   std::vector<std::string> paths_;
   std::vector<std::uint64_t> sizes_;
   std::vector<DatasetId> dataset_of_;
-  std::vector<std::uint32_t> rank_;
-  std::vector<std::string> dataset_paths_;
   std::vector<std::vector<FileId>> listings_;
   std::unordered_map<std::string, FileId> ids_;
   std::unordered_map<std::string, DatasetId> dataset_ids_;

@@ -102,7 +102,6 @@ class Ensemble {
   // The owner fetched `bytes` on a proposal of `expert`.
   void issued(std::uint32_t expert, std::uint64_t bytes);
 
-  std::size_t experts() const { return experts_.size(); }
   std::vector<ExpertStats> stats() const;
 
  private:

@@ -56,8 +56,6 @@ struct TraceAccess {
   std::uint64_t offset = 0;
   std::uint32_t bytes = 0;
   Outcome outcome = Outcome::unknown;
-
-  bool operator==(const TraceAccess&) const = default;
 };
 
 struct TraceHint {
@@ -66,8 +64,6 @@ struct TraceHint {
   std::uint32_t dataset = 0;             // name id of the dataset's directory
   std::optional<SamplerSpec> seeded;     // the sampler's parameters, or
   std::vector<std::uint32_t> order;      // the paths in the order they will be read
-
-  bool operator==(const TraceHint& o) const;
 };
 
 // A table of names (clients, paths) by id.

@@ -159,14 +159,6 @@ class Parser {
 
 }  // namespace
 
-bool TraceHint::operator==(const TraceHint& o) const {
-  const bool same_spec = seeded.has_value() == o.seeded.has_value() &&
-                         (!seeded || (seeded->seed == o.seeded->seed && seeded->epoch == o.seeded->epoch &&
-                                      seeded->world_size == o.seeded->world_size &&
-                                      seeded->rank == o.seeded->rank && seeded->drop_last == o.seeded->drop_last));
-  return time == o.time && client == o.client && dataset == o.dataset && same_spec && order == o.order;
-}
-
 std::uint32_t Names::intern(std::string_view name) {
   auto [it, added] = ids_.try_emplace(std::string(name), static_cast<std::uint32_t>(names_.size()));
   if (added) names_.emplace_back(name);

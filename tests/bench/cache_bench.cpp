@@ -5,7 +5,10 @@
 // compares their hit ratios with Belady's MIN on the same trace.
 //
 // BENCH_QUICK=1 shrinks the workloads (a tenth of the files and reads,
-// 64 MiB shards). BENCH_SEED picks the seed (default 1).
+// 64 MiB shards): an epoch then lasts about 1.5 s, of which the first round
+// trip and a half of reads cannot be prefetched in time however exact the
+// order, so the first-epoch goal is for full runs. BENCH_SEED picks the
+// seed (default 1). BENCH_EXPERTS=1 adds each expert's figures.
 #include "cache/learn/replay.hpp"
 #include "cache/learn/trace_gen.hpp"
 
@@ -13,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace learn = weft::cache::learn;
 
@@ -28,7 +32,7 @@ std::string figure_name(std::string_view s) {
   return out;
 }
 
-void explain(const learn::Link& link) {
+void explain(const learn::Link& link, bool quick) {
   std::printf(
       "# Hit ratios of a chunk cache replaying synthetic training traces (cache/learn/trace_gen.hpp).\n"
       "# MIN is Belady's optimum for demand paging: with the whole future known, it evicts the chunk\n"
@@ -40,17 +44,21 @@ void explain(const learn::Link& link) {
       "# (its distinct chunks). ratio = hit ratio / MIN's; goals: ours-prefetch >= 0.9 x MIN at 30%%\n"
       "# on a-d (no hints); ours-hint's first epoch >= 0.95; ours never below LRU on e.\n",
       link.bandwidth / 1e6, static_cast<double>(link.rtt) / 1e6);
+  if (quick)
+    std::printf("# BENCH_QUICK: epochs of ~1.5 s, where the reads before the first prefetch can arrive are\n"
+                "# ~10%%: the first-epoch goal is for full runs.\n");
 }
 
 }  // namespace
 
 int main() {
   learn::GenOptions gen;
-  if (const char* q = std::getenv("BENCH_QUICK"); q && std::string(q) == "1") gen.scale = 0.1;
+  const char* quick = std::getenv("BENCH_QUICK");
+  if (quick && std::string(quick) == "1") gen.scale = 0.1;
   if (const char* s = std::getenv("BENCH_SEED")) gen.seed = std::strtoull(s, nullptr, 10);
   const learn::Link link;
-  explain(link);
-  bool ok = true;
+  explain(link, gen.scale < 1);
+  std::vector<std::string> missed;  // figures short of their goals
   for (const auto& scenario : learn::scenarios()) {
     const auto started = std::chrono::steady_clock::now();
     auto generated = learn::generate_trace(scenario.name, gen);
@@ -105,17 +113,17 @@ int main() {
         std::printf("%s\n", learn::bench_line(name + ".byte_hit_ratio", t.byte_hit_ratio(), "ratio", "min",
                                               min.total.byte_hit_ratio())
                                 .c_str());
-        if (goal && t.hit_ratio() < 0.9 * min.total.hit_ratio()) ok = false;
+        if (goal && t.hit_ratio() < 0.9 * min.total.hit_ratio()) missed.push_back(name + ".hit_ratio");
         if (training && policy == std::string("ours-hint")) {
           std::printf("%s\n", learn::bench_line(name + ".first_epoch_hit_ratio", first, "ratio", "all_hits", 1.0, 0.95)
                                   .c_str());
-          if (first < 0.95) ok = false;
+          if (first < 0.95) missed.push_back(name + ".first_epoch_hit_ratio");
         }
         if (!training && policy != std::string("lru") && policy != std::string("wtinylfu")) {
           std::printf("%s\n", learn::bench_line(name + ".hit_ratio_vs_lru", t.hit_ratio(), "ratio", "lru",
                                                 lru.total.hit_ratio(), 1.0)
                                   .c_str());
-          if (t.hit_ratio() < lru.total.hit_ratio()) ok = false;
+          if (t.hit_ratio() < lru.total.hit_ratio()) missed.push_back(name + ".hit_ratio_vs_lru");
         }
         if (std::getenv("BENCH_EXPERTS")) {
           for (const auto& e : r.experts)
@@ -130,6 +138,7 @@ int main() {
                  scenario.name.data(),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
-  std::printf("# goals %s\n", ok ? "met" : "NOT met");
+  if (missed.empty()) std::printf("# every goal met\n");
+  for (const auto& m : missed) std::printf("# goal missed: %s\n", m.c_str());
   return 0;
 }
