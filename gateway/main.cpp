@@ -2,6 +2,7 @@
 // (gateway/cli) operate a running one over REST. Exit codes: 0 normal, 2 a
 // configuration or usage error (one message naming the key or flag), 1 any
 // other failure.
+#include "gateway/cli/cache_tools.hpp"
 #include "gateway/cli/commands.hpp"
 #include "gateway/config.hpp"
 #include "gateway/logging.hpp"
@@ -97,6 +98,8 @@ int main(int argc, char** argv) {
   // The operator commands (status, ls, put, user, jobs, audit, ...) talk to a
   // running gateway over REST.
   weft::cli::Commands commands(app);
+  // The offline cache tools (replay, gen-trace) need no gateway.
+  weft::cli::CacheTools cache_tools(app);
 
   try {
     app.parse(argc, argv);
@@ -105,6 +108,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kConfigError;
   }
   if (commands.chosen()) return commands.run();
+  if (cache_tools.chosen()) return cache_tools.run();
 
   weft::gateway::Overrides overrides;
   if (data_opt->count()) overrides.data_dir = data_dir;
