@@ -1,4 +1,4 @@
-// weft user, token, jobs, audit.
+// weft user, token, jobs, warm, audit.
 #include "gateway/cli/command_set.hpp"
 
 #include "protocols/rest/uri.hpp"
@@ -6,7 +6,9 @@
 #include <openssl/rand.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <thread>
 
 namespace weft::cli {
@@ -154,6 +156,11 @@ void print_job_line(const nlohmann::json& job) {
               static_cast<unsigned long long>(c.items_total));
 }
 
+void print_file_errors(const nlohmann::json& result) {
+  for (const auto& e : result["errors"])
+    std::printf("ERROR %s: %s\n", str(e, "path").c_str(), str(e, "message").c_str());
+}
+
 // The outcome of a finished job, for people; 0 when it found nothing wrong.
 int print_job_outcome(const nlohmann::json& job) {
   const std::string state = str(job, "state");
@@ -162,20 +169,24 @@ int print_job_outcome(const nlohmann::json& job) {
     return kFailed;
   }
   const auto& r = job["result"];
-  if (r.is_object()) {
+  if (!r.is_object()) return kFailed;
+  const char* cancelled = state == "cancelled" ? " (cancelled)" : "";
+  if (str(job, "type") == "warm") {
+    std::printf("warm %s: %s of %s files read, %s; %s errors%s\n", str(job, "path").c_str(),
+                str(r, "files_read").c_str(), str(r, "files").c_str(), human_bytes(r.value("bytes_read", 0ull)).c_str(),
+                str(r, "error_count").c_str(), cancelled);
+  } else {
     std::printf("%s %s: %s files, %s chunks, %s checked; %s mismatches, %s errors%s\n", str(job, "type").c_str(),
                 str(job, "path").c_str(), str(r, "files").c_str(), str(r, "chunks").c_str(),
                 human_bytes(r.value("bytes", 0ull)).c_str(), str(r, "mismatch_count").c_str(),
-                str(r, "error_count").c_str(), state == "cancelled" ? " (cancelled)" : "");
+                str(r, "error_count").c_str(), cancelled);
     for (const auto& m : r["mismatches"])
       std::printf("MISMATCH %s version %s offset %s length %s: expected %s, read %s\n", str(m, "path").c_str(),
                   str(m, "version").c_str(), str(m, "offset").c_str(), str(m, "length").c_str(),
                   str(m, "expected").c_str(), str(m, "actual").c_str());
-    for (const auto& e : r["errors"])
-      std::printf("ERROR %s: %s\n", str(e, "path").c_str(), str(e, "message").c_str());
-    if (state == "succeeded" && r.value("ok", false)) return 0;
   }
-  return kFailed;
+  print_file_errors(r);
+  return state == "succeeded" && r.value("ok", false) ? 0 : kFailed;
 }
 
 int jobs_list(Session& s) {
@@ -212,10 +223,30 @@ int job_cancel(Session& s, const std::string& id) {
   return 0;
 }
 
-int job_verify(Session& s, const std::string& path, bool wait) {
-  nlohmann::json body;
-  body["type"] = "verify";
-  body["path"] = path;
+// Set by Ctrl-C while a job is followed; the handler then steps aside, so
+// a second Ctrl-C ends the command at once.
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void on_interrupt(int) {
+  g_interrupted = 1;
+  std::signal(SIGINT, SIG_DFL);
+}
+
+// Ctrl-C cancels the followed job instead of abandoning it.
+class InterruptCancels {
+ public:
+  InterruptCancels() : previous_(std::signal(SIGINT, on_interrupt)) { g_interrupted = 0; }
+  ~InterruptCancels() { std::signal(SIGINT, previous_); }
+  InterruptCancels(const InterruptCancels&) = delete;
+  InterruptCancels& operator=(const InterruptCancels&) = delete;
+
+ private:
+  void (*previous_)(int);
+};
+
+// Starts a job and, with `wait`, follows it with a progress bar to its end
+// (Ctrl-C cancels it) and prints its outcome.
+int run_job(Session& s, const nlohmann::json& body, bool wait) {
   auto job = call(s, "POST", "/api/v1/jobs", &body);
   if (!job) return kFailed;
   if (!wait) {
@@ -227,12 +258,20 @@ int job_verify(Session& s, const std::string& path, bool wait) {
     return 0;
   }
   const std::string target = api_path("jobs", str(*job, "id"));
-  Progress progress("verify " + path, s.err_tty);
-  while (job->value("state", "") == "running") {
-    progress.update(job_counts(*job));
-    std::this_thread::sleep_for(kJobPoll);
-    job = call(s, "GET", target);
-    if (!job) return kFailed;
+  Progress progress(str(*job, "type") + " " + str(*job, "path"), s.err_tty);
+  {
+    InterruptCancels interrupts;
+    bool cancel_sent = false;
+    while (job->value("state", "") == "running") {
+      progress.update(job_counts(*job));
+      if (g_interrupted && !cancel_sent) {
+        if (!call(s, "POST", target + "/cancel")) return kFailed;
+        cancel_sent = true;
+      }
+      std::this_thread::sleep_for(kJobPoll);
+      job = call(s, "GET", target);
+      if (!job) return kFailed;
+    }
   }
   progress.finish(job_counts(*job), job->value("state", ""));
   if (s.json) {
@@ -241,6 +280,43 @@ int job_verify(Session& s, const std::string& path, bool wait) {
     return job->value("state", "") == "succeeded" && r.is_object() && r.value("ok", false) ? 0 : kFailed;
   }
   return print_job_outcome(*job);
+}
+
+int job_verify(Session& s, const std::string& path, bool wait) {
+  nlohmann::json body;
+  body["type"] = "verify";
+  body["path"] = path;
+  return run_job(s, body, wait);
+}
+
+struct WarmArgs {
+  std::string path, index;
+  bool no_wait = false;
+};
+
+int warm(Session& s, const WarmArgs& a) {
+  nlohmann::json body;
+  body["type"] = "warm";
+  body["path"] = a.path;
+  if (!a.index.empty()) {
+    // One path below PATH a line, in the order to read them.
+    std::ifstream in(a.index);
+    if (!in) {
+      std::fprintf(stderr, "weft: cannot read the index %s\n", a.index.c_str());
+      return kUsage;
+    }
+    nlohmann::json index = nlohmann::json::array();
+    for (std::string line; std::getline(in, line);) {
+      if (line.ends_with('\r')) line.pop_back();
+      if (!line.empty()) index.push_back(line);
+    }
+    if (index.empty()) {
+      std::fprintf(stderr, "weft: the index %s names no files\n", a.index.c_str());
+      return kUsage;
+    }
+    body["index"] = std::move(index);
+  }
+  return run_job(s, body, !a.no_wait);
 }
 
 // --- audit ------------------------------------------------------------------
@@ -334,6 +410,16 @@ void add_admin_commands(CommandSet& set, CLI::App& app) {
                          [jb](Session& s) { return job_verify(s, jb->path, !jb->no_wait); });
   verify->add_option("path", jb->path, "export/path")->required();
   verify->add_flag("--no-wait", jb->no_wait, "Start the job and return");
+
+  auto w = std::make_shared<WarmArgs>();
+  auto* warm_cmd = set.add(app, "warm",
+                           "Read files whole through the gateway, so a spoke mount fetches them into its cache "
+                           "(a job; Ctrl-C cancels it). Exits 1 unless every file was read.",
+                           [w](Session& s) { return warm(s, *w); });
+  warm_cmd->add_option("path", w->path, "export/path: every file under it, or the base of --index")->required();
+  warm_cmd->add_option("--index", w->index, "Read only these files, in this order: one path below PATH a line")
+      ->type_name("FILE");
+  warm_cmd->add_flag("--no-wait", w->no_wait, "Start the job and return");
 
   auto* audit = app.add_subcommand("audit", "Read the audit log (administrators).");
   audit->require_subcommand(1);

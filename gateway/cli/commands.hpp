@@ -1,6 +1,6 @@
 // The operator commands of the `weft` binary, which talk to a gateway's REST
-// API: status, ls, stat, cat, put, rm, mkdir, mv, user, token, jobs, audit,
-// spokes.
+// API: status, ls, stat, cat, put, rm, mkdir, mv, user, token, jobs, warm,
+// audit, spokes.
 //
 // Where the gateway is and who is asking, in order of precedence:
 //   --url URL, $WEFT_URL, or DIR/endpoints.json ("rest") of --data DIR

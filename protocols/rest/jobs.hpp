@@ -5,8 +5,15 @@
 //
 // Job types: "verify" re-reads the files under a path and re-hashes every
 // chunk of their current versions (read_version + SHA-256), reporting each
-// chunk whose bytes no longer match its name. (Warming and replication jobs
-// come with the cache and hub.)
+// chunk whose bytes no longer match its name. "warm" reads files whole
+// through the namespace, so that on a spoke mount their chunks are fetched
+// into the cache before they are needed: every regular file under a path
+// (listing order), or an index (paths below a directory, in the index's
+// order); the totals come from a listing pass first, then a few files
+// (kWarmInFlight) are read at a time. A file that cannot be read is
+// reported in the result and the job goes on; the job fails only if there
+// were files to read and none could be (or its path does not exist, which
+// the start refuses with a 404).
 #pragma once
 
 #include "protocols/rest/errors.hpp"
@@ -78,5 +85,8 @@ class Jobs {
 // Starts a verify job of `path` (export name first) for the caller `ctx`.
 void start_verify(std::shared_ptr<Service> service, std::shared_ptr<Job> job, ns::OpContext ctx,
                   std::vector<std::string> path);
+// Starts a warm job of `path`, or of `index` (paths below it) when not empty.
+void start_warm(std::shared_ptr<Service> service, std::shared_ptr<Job> job, ns::OpContext ctx,
+                std::vector<std::string> path, std::vector<std::vector<std::string>> index);
 
 }  // namespace weft::rest

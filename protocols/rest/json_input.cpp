@@ -29,6 +29,7 @@ std::string_view expected_name(JsonType t) {
     case JsonType::boolean: return "a boolean";
     case JsonType::integer: return "a non-negative integer";
     case JsonType::string_map: return "an object of strings";
+    case JsonType::string_list: return "an array of strings";
   }
   return "?";
 }
@@ -64,6 +65,12 @@ std::optional<std::string> check_type(const FieldSpec& f, const json& v) {
       for (const auto& [k, item] : v.items())
         if (!item.is_string())
           return "field \"" + std::string(f.name) + "\": member \"" + k + "\" must be a string";
+      break;
+    case JsonType::string_list:
+      if (!v.is_array()) return wrong();
+      for (std::size_t i = 0; i < v.size(); ++i)
+        if (!v[i].is_string())
+          return "field \"" + std::string(f.name) + "\": item " + std::to_string(i) + " must be a string";
       break;
   }
   return std::nullopt;

@@ -21,6 +21,7 @@ enum class JsonType {
   boolean,
   integer,     // a non-negative integer up to FieldSpec::max
   string_map,  // an object whose values are strings
+  string_list, // an array of strings
 };
 
 struct FieldSpec {

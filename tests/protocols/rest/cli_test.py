@@ -17,6 +17,7 @@ import json
 import os
 import pathlib
 import pty
+import signal
 import subprocess
 import sys
 import unittest
@@ -207,6 +208,59 @@ class CliTest(unittest.TestCase):
         records = json.loads(self.weft("audit", "tail", "--json", "--path", "data/jobs").stdout)["records"]
         self.assertTrue(records)
         self.assertTrue(all(r["path"].startswith("data/jobs") for r in records))
+
+    def test_warm_with_a_bar_an_index_and_ctrl_c(self):
+        small = self.work / "w.txt"
+        small.write_bytes(b"warm me\n")
+        self.weft("put", "-q", "--mkdirs", str(self.big), "data/warm/big.bin")
+        self.weft("put", "-q", "--mkdirs", str(small), "data/warm/sub/w.txt")
+        code, out = in_pty(["warm", "--data", str(self.gw.data), "data/warm"])
+        self.assertEqual(code, 0, out)
+        self.assertRegex(out, r"warm data/warm \[#+-*\] +100%")
+        self.assertIn("warm data/warm: 2 of 2 files read, 24.0 MiB; 0 errors", out)
+        # An index: only its files, in its order; one missing is an error
+        # the job reports, and the exit code says not everything was read.
+        index = self.work / "index.txt"
+        index.write_text("sub/w.txt\n\nmissing.bin\n")
+        r = self.weft("warm", "data/warm", "--index", str(index), check=False)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("warm data/warm: 1 of 2 files read, 8 B; 1 errors", r.stdout.decode())
+        self.assertIn("ERROR data/warm/missing.bin: ", r.stdout.decode())
+        self.assertRegex(r.stderr.decode().splitlines()[-1], r"^warm data/warm: .*\(succeeded\)$")
+        job = json.loads(self.weft("warm", "--json", "data/warm/big.bin").stdout)
+        self.assertEqual((job["state"], job["result"]["bytes_read"]), ("succeeded", 24 << 20))
+        # A missing path is refused at once; a missing index is a usage error.
+        r = self.weft("warm", "data/warm/nothing", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("not_found", r.stderr.decode())
+        self.assertEqual(self.weft("warm", "data/warm", "--index", str(self.work / "none"), check=False).returncode, 2)
+        # Ctrl-C cancels the job: an index naming the big file 400 times
+        # (9.4 GiB to read) is still running when the bar first shows.
+        index.write_text("big.bin\n" * 400)
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execv(WEFT, [WEFT, "warm", "--data", str(self.gw.data), "data/warm", "--index", str(index)])
+        out = b""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError as e:
+                if e.errno != errno.EIO:
+                    raise
+                break
+            if not chunk:
+                break
+            if b"warm data/warm [" not in out and b"warm data/warm [" in out + chunk:
+                os.kill(pid, signal.SIGINT)
+            out += chunk
+        os.close(fd)
+        _, status = os.waitpid(pid, 0)
+        text = out.decode(errors="replace")
+        self.assertEqual(os.waitstatus_to_exitcode(status), 1, text)
+        self.assertIn("(cancelled)", text)
+        jobs = json.loads(self.weft("jobs", "--json").stdout)["jobs"]
+        self.assertEqual(jobs[0]["state"], "cancelled")
+        self.assertLess(jobs[0]["progress"]["bytes_done"], 400 * (24 << 20))
 
     def test_setup_errors_exit_2(self):
         empty = self.work / "empty"

@@ -13,7 +13,8 @@ namespace {
 constexpr FieldSpec kFields[] = {{"name", JsonType::string, true},
                                  {"admin", JsonType::boolean},
                                  {"uid", JsonType::integer, false, 0xffffffffu},
-                                 {"users", JsonType::string_map}};
+                                 {"users", JsonType::string_map},
+                                 {"paths", JsonType::string_list}};
 
 std::string refused(std::string_view body) {
   auto r = parse_object(body, kFields);
@@ -30,6 +31,9 @@ TEST_CASE("a well-formed object with the declared fields is accepted") {
   REQUIRE(r.has_value());
   CHECK((*r)["name"] == "alice");
   CHECK((*r)["uid"] == 1001);
+  auto listed = parse_object(R"({"name": "alice", "paths": ["a/b", "c"]})", kFields);
+  REQUIRE(listed.has_value());
+  CHECK((*listed)["paths"][1] == "c");
   auto minimal = parse_object(R"({"name": "alice"})", kFields);
   CHECK(minimal.has_value());
 }
@@ -50,5 +54,8 @@ TEST_CASE("malformed JSON, other types, unknown, duplicate, missing and mistyped
   CHECK(refused(R"({"name": "a", "uid": 4294967296})").find("at most 4294967295") != std::string::npos);
   CHECK(refused(R"({"name": "a", "users": {"bob": 1}})").find("member \"bob\" must be a string") !=
         std::string::npos);
+  CHECK(refused(R"({"name": "a", "paths": "a/b"})").find("expected an array of strings, got a string") !=
+        std::string::npos);
+  CHECK(refused(R"({"name": "a", "paths": ["a", 2]})").find("item 1 must be a string") != std::string::npos);
   CHECK(refused("{\"name\": \"\xff\"}").find("malformed JSON") != std::string::npos);
 }

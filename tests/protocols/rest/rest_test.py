@@ -490,9 +490,101 @@ class JobsTest(RestCase):
         self.error(carl.post(self.api("/jobs/%s/cancel" % job_id)), 404, "not_found")
         self.assertEqual(carl.get(self.api("/jobs")).json()["jobs"], [])
         self.error(self.s.get(self.api("/jobs/job-0000")), 404, "not_found")
-        self.error(self.s.post(self.api("/jobs"), json={"type": "warm", "path": "data"}), 400, "bad_request")
+        self.error(self.s.post(self.api("/jobs"), json={"type": "replicate", "path": "data"}), 400, "bad_request")
         self.error(self.s.post(self.api("/jobs"), json={"type": "verify", "path": "nowhere/x"}), 404, "not_found")
         self.error(self.s.post(self.api("/jobs"), json={"type": "verify"}), 400, "invalid_json")
+
+
+    def warm(self, body, session=None):
+        r = (session or self.s).post(self.api("/jobs"), json=dict(body, type="warm"))
+        self.assertEqual(r.status_code, 201, r.text)
+        self.assertEqual(r.json()["type"], "warm")
+        return self.wait(r.json()["id"], session)
+
+    def test_warm_a_tree_and_a_file(self):
+        sizes = [0, 10, 70_000, 1_000_000, 3_000_000, 5_000_000]
+        for i, n in enumerate(sizes):
+            self.assertEqual(self.put("data/warm/d%d/f%d" % (i % 2, i), os.urandom(n),
+                                      params={"mkdirs": "true"}).status_code, 201)
+        job = self.warm({"path": "data/warm"})
+        self.assertEqual((job["state"], job["path"], job["error"]), ("succeeded", "data/warm", None), job)
+        self.assertEqual(job["progress"], {"bytes_done": sum(sizes), "bytes_total": sum(sizes),
+                                           "items_done": len(sizes), "items_total": len(sizes)})
+        self.assertEqual(job["result"], {"ok": True, "files": len(sizes), "files_read": len(sizes),
+                                         "bytes_read": sum(sizes), "error_count": 0, "errors": []})
+        job = self.warm({"path": "data/warm/d0/f4"})
+        self.assertEqual((job["state"], job["result"]["files_read"], job["result"]["bytes_read"]),
+                         ("succeeded", 1, 3_000_000))
+        # An empty directory: nothing to read is not a failure.
+        self.assertEqual(self.s.post(self.api("/dirs/data/warm/empty")).status_code, 201)
+        job = self.warm({"path": "data/warm/empty"})
+        self.assertEqual((job["state"], job["result"]["files"]), ("succeeded", 0))
+
+    def test_warm_an_index_in_its_order(self):
+        sizes = {"a/one": 1000, "a/two": 2_000_000, "b/three": 30}
+        for name, n in sizes.items():
+            self.assertEqual(self.put("data/ix/" + name, os.urandom(n), params={"mkdirs": "true"}).status_code, 201)
+        index = ["b/three", "missing/file", "a/two", "a", "a/one"]
+        job = self.warm({"path": "data/ix", "index": index})
+        # Unreadable entries are reported and the job goes on.
+        self.assertEqual(job["state"], "succeeded", job)
+        self.assertEqual(job["progress"], {"bytes_done": sum(sizes.values()), "bytes_total": sum(sizes.values()),
+                                           "items_done": 5, "items_total": 5})
+        res = job["result"]
+        self.assertEqual((res["ok"], res["files"], res["files_read"], res["bytes_read"], res["error_count"]),
+                         (False, 5, 3, sum(sizes.values()), 2))
+        self.assertEqual([(e["path"], e["code"]) for e in res["errors"]],
+                         [("data/ix/missing/file", "not_found"), ("data/ix/a", "bad_request")])
+        self.assertIn("not a regular file", res["errors"][1]["message"])
+        # Nothing readable: the job fails, saying why.
+        job = self.warm({"path": "data/ix", "index": ["nope", "a"]})
+        self.assertEqual(job["state"], "failed", job)
+        self.assertEqual(job["error"]["code"], "not_found")
+        self.assertIn("none of the 2 files could be read", job["error"]["message"])
+        self.assertEqual(job["result"]["error_count"], 2)
+
+    def test_warm_refuses_missing_paths_and_bad_bodies(self):
+        self.assertEqual(self.put("data/wb/f", b"x", params={"mkdirs": "true"}).status_code, 201)
+        jobs = self.api("/jobs")
+        msg = self.error(self.s.post(jobs, json={"type": "warm", "path": "data/wb/nothing"}), 404, "not_found")
+        self.assertIn("data/wb/nothing", msg)
+        self.error(self.s.post(jobs, json={"type": "warm", "path": "nowhere/x"}), 404, "not_found")
+        self.error(self.s.post(jobs, json={"type": "warm"}), 400, "invalid_json")
+        self.error(self.s.post(jobs, json={"type": "warm", "path": "data/wb", "index": "f"}), 400, "invalid_json")
+        self.error(self.s.post(jobs, json={"type": "warm", "path": "data/wb", "index": ["f", 1]}), 400,
+                   "invalid_json")
+        self.error(self.s.post(jobs, json={"type": "warm", "path": "data/wb", "extra": 1}), 400, "invalid_json")
+        self.error(self.s.post(jobs, json={"type": "warm", "path": "data/wb", "index": []}), 400, "bad_request")
+        self.error(self.s.post(jobs, json={"type": "warm", "path": "data/wb", "index": ["../etc/passwd"]}), 400,
+                   "bad_path")
+        self.error(self.s.post(jobs, json={"type": "warm", "path": "data/wb/f", "index": ["f"]}), 400,
+                   "bad_request")
+        self.error(self.s.post(jobs, json={"type": "verify", "path": "data/wb", "index": ["f"]}), 400,
+                   "bad_request")
+        # Jobs read as their caller: without access to the export, no job.
+        spec = {"path": "/wb", "default_access": "none", "users": {"dora": "read_only"}}
+        self.assertEqual(self.s.put(self.api("/exports/wteam"), json=spec).status_code, 200)
+        dora = self.make_user("dora", "dora-pw-xxxx")
+        eve = self.make_user("eve", "eve-pw-xxxx")
+        self.error(eve.post(jobs, json={"type": "warm", "path": "wteam"}), 403, "access_denied")
+        job = self.warm({"path": "wteam"}, dora)
+        self.assertEqual((job["state"], job["user"], job["result"]["files_read"]), ("succeeded", "dora", 1))
+        self.error(eve.get(self.api("/jobs/" + job["id"])), 404, "not_found")
+        self.assertEqual(self.s.delete(self.api("/exports/wteam")).status_code, 204)
+
+    def test_warm_cancel(self):
+        for i in range(40):
+            self.assertEqual(self.put("data/wbig/f%02d" % i, os.urandom(8 << 20),
+                                      params={"mkdirs": "true"}).status_code, 201)
+        r = self.s.post(self.api("/jobs"), json={"type": "warm", "path": "data/wbig"})
+        job_id = r.json()["id"]
+        r = self.s.post(self.api("/jobs/%s/cancel" % job_id))
+        self.assertEqual(r.status_code, 200)
+        self.assertTrue(r.json()["cancel_requested"])
+        job = self.wait(job_id)
+        self.assertEqual(job["state"], "cancelled", job)
+        self.assertLess(job["progress"]["bytes_done"], 40 * (8 << 20))
+        self.assertEqual(job["result"]["error_count"], 0)
 
 
 class AuditTest(RestCase):
