@@ -13,6 +13,8 @@ and the WAN emulator between them:
   spoke sees every change.
 - Connections cut mid-chunk during large reads: a read completes with the
   right bytes or fails, never returns wrong bytes.
+- A warm job at a spoke fetches a directory into the cache: the figures
+  count the bytes, and reading the files afterwards is all cache hits.
 - Residency: a spoke in another region is refused a restricted path over S3
   and REST, its listings leave it out, and the hub audits the refusals.
 
@@ -308,6 +310,46 @@ class RuntimeMountTest(unittest.TestCase):
         weft("add", "/x", "hub:9080/data/ops", "--hub-credentials", str(creds), code=2)
         weft("remove", "/cli")
         weft("remove", "/cli", code=1)
+
+
+class WarmTest(unittest.TestCase):
+    """A warm job at a spoke fetches a hub directory into the chunk cache:
+    the figures count the bytes it fetched, and reading the files afterwards
+    is all cache hits with nothing more on the wire."""
+
+    def test_warm_then_read_from_the_cache(self):
+        hub = Site(WEFT)
+        self.addCleanup(hub.stop)
+        files = {"w/a.bin": os.urandom(3 << 20), "w/sub/b.bin": os.urandom(1 << 20), "w/c.csv": csv_rows(30000)}
+        for name, body in files.items():
+            hub_put(hub, "data/datasets/" + name, body)
+        link = hub.emulator("--rtt-ms", "10")
+        spoke = Spoke(WEFT, hub, "http://" + link.address, protocols=SPOKE)
+        self.addCleanup(spoke.stop)
+        total = sum(len(b) for b in files.values())
+        cold = caught_up(self, spoke, hub, "/datasets")
+        with rest(spoke) as s:
+            r = s.post(spoke.url + "/api/v1/jobs", json={"type": "warm", "path": "data/datasets/w"})
+            self.assertEqual(r.status_code, 201, r.text)
+            deadline = time.monotonic() + 60
+            while (job := s.get(spoke.url + "/api/v1/jobs/" + r.json()["id"]).json())["state"] == "running":
+                self.assertLess(time.monotonic(), deadline, job)
+                time.sleep(0.05)
+        self.assertEqual(job["state"], "succeeded", job)
+        self.assertEqual((job["result"]["files_read"], job["result"]["bytes_read"]), (3, total))
+        warmed = mount(spoke, "/datasets")
+        fetched = warmed["transfer"]["chunk_logical_bytes"] - cold["transfer"]["chunk_logical_bytes"]
+        self.assertEqual(fetched, total)
+        self.assertEqual(warmed["cache"]["miss_bytes"] - cold["cache"]["miss_bytes"], total)
+        self.assertGreater(warmed["transfer"]["chunk_wire_bytes"], cold["transfer"]["chunk_wire_bytes"])
+        # Reading it now: every byte a cache hit, nothing more on the wire.
+        with rest(spoke) as s:
+            for name, body in files.items():
+                self.assertEqual(s.get(spoke.url + "/api/v1/files/data/datasets/" + name).content, body)
+        read = mount(spoke, "/datasets")
+        self.assertEqual(read["transfer"]["chunk_wire_bytes"], warmed["transfer"]["chunk_wire_bytes"])
+        self.assertEqual(read["cache"]["misses"], warmed["cache"]["misses"])
+        self.assertEqual(read["cache"]["hit_bytes"] - warmed["cache"]["hit_bytes"], total)
 
 
 class OutageTest(unittest.TestCase):
