@@ -123,7 +123,8 @@ asio::awaitable<std::vector<FileItem>> collect(ns::Namespace& ns, const ns::OpCo
     for (bool eof = false; !eof && !job.cancelled();) {
       auto page = co_await ns.readdir(ctx, dir, cookie, kListPage, true);
       if (!page) {
-        errors.add(dir_path, from_ns(page.error(), dir_path));
+        // A cancel fails the listing: not the directory's fault.
+        if (!job.cancelled()) errors.add(dir_path, from_ns(page.error(), dir_path));
         break;
       }
       for (const auto& e : page->entries) {
@@ -267,6 +268,7 @@ asio::awaitable<std::vector<FileItem>> resolve_index(ns::Namespace& ns, const ns
       attr = co_await ns.lookup(ctx, attr->ino, part);
       if (!attr) break;
     }
+    if (!attr && job.cancelled()) break;
     if (!attr) {
       errors.add(path, from_ns(attr.error(), path));
       job.items_done.fetch_add(1);

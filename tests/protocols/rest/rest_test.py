@@ -584,7 +584,10 @@ class JobsTest(RestCase):
         job = self.wait(job_id)
         self.assertEqual(job["state"], "cancelled", job)
         self.assertLess(job["progress"]["bytes_done"], 40 * (8 << 20))
-        self.assertEqual(job["result"]["error_count"], 0)
+        # Cancelled before its first listing, a job has no result; after it,
+        # the reads the cancel cut short are not counted as errors.
+        if job["result"] is not None:
+            self.assertEqual(job["result"]["error_count"], 0, job)
 
 
 class AuditTest(RestCase):
