@@ -165,7 +165,7 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
     co_return co_await send(reply.out.take(), nullptr);
   }
   Bytes plain;
-  Session* encrypted_by = nullptr;
+  std::shared_ptr<Session> encrypted_by;
   std::span<std::uint8_t> msg = frame;
   if (proto == kProtocolTransform) {
     std::uint64_t sid = 0;
@@ -173,13 +173,13 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
     if (!p) co_return false;
     plain = std::move(*p);
     msg = plain;
-    encrypted_by = sessions_.at(sid).get();
+    encrypted_by = sessions_.at(sid);
   } else if (proto != kProtocolSmb2) {
     co_return false;
   }
 
   std::vector<Reply> replies;
-  std::vector<Session*> signers;
+  std::vector<std::shared_ptr<Session>> signers;
   std::size_t pos = 0;
   chain_session_ = 0;
   chain_tree_ = 0;
@@ -229,8 +229,8 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
         answered = true;
       } else {
         Session& s = *it->second;
-        r.session = &s;
-        const bool encrypted = encrypted_by == &s;
+        r.session = it->second;
+        const bool encrypted = encrypted_by == it->second;
         if (s.valid && !encrypted) {
           if (h->flags & flags::signed_) {
             if (!verify(s, r.msg)) {
@@ -253,14 +253,14 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
         reply = error(status::network_name_deleted);
         answered = true;
       } else {
-        r.tree = &t->second;
+        r.tree = t->second;
       }
     }
     if (!answered) reply = co_await dispatch(r);
     if (h->command == Command::session_setup) {
       // A failed authentication erased the session.
       auto it = sessions_.find(reply.session_id ? reply.session_id : r.header.session_id);
-      r.session = it == sessions_.end() ? nullptr : it->second.get();
+      r.session = it == sessions_.end() ? nullptr : it->second;
     }
     if (h->command == Command::create) {
       chain_status_ = reply.status;
@@ -287,13 +287,13 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
 
     // Sign with the session's key: every answer on a signing session, and
     // the final SESSION_SETUP answer (its key is new).
-    Session* signer = nullptr;
+    std::shared_ptr<Session> signer;
     auto sit = sessions_.find(out.session_id);
     if (sit != sessions_.end() && sit->second->valid && !encrypted_by && h->command != Command::negotiate) {
       Session& s = *sit->second;
       if (s.signing || (h->flags & flags::signed_) ||
           (h->command == Command::session_setup && reply.status == status::success)) {
-        signer = &s;
+        signer = sit->second;
       }
     }
     if (h->command == Command::session_setup && reply.status == status::more_processing_required &&
@@ -327,7 +327,7 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
   for (std::size_t i = 1; i < replies.size(); ++i) {
     first.insert(first.end(), replies[i].out.data().begin(), replies[i].out.data().end());
   }
-  const bool sent = co_await send(std::move(first), encrypted_by);
+  const bool sent = co_await send(std::move(first), encrypted_by.get());
   if (logged_off_) {
     sessions_.erase(*logged_off_);
     logged_off_.reset();

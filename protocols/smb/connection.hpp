@@ -108,7 +108,7 @@ struct Session {
   Key16 encryption_key{};  // server to client
   Key16 decryption_key{};  // client to server
   ns::Principal principal;
-  std::map<std::uint32_t, Tree> trees;
+  std::map<std::uint32_t, std::shared_ptr<Tree>> trees;
   std::uint32_t next_tree = 1;
 };
 
@@ -140,8 +140,11 @@ struct Open {
 struct Request {
   Header header;
   ByteView msg;  // this request, header first: body offsets count from here
-  Session* session = nullptr;
-  Tree* tree = nullptr;
+  // Held, not borrowed: a LOGOFF or TREE_DISCONNECT (this request, or one
+  // served while it waits) takes them out of their tables, and what runs
+  // after the handler (the header, the chain state) still reads them.
+  std::shared_ptr<Session> session;
+  std::shared_ptr<Tree> tree;
 };
 
 struct Reply {
@@ -255,7 +258,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::awaitable<void> wait_for_writes(unsigned at_most);
   boost::asio::awaitable<void> serve_write(std::vector<std::uint8_t> frame);
 
-  std::map<std::uint64_t, std::unique_ptr<Session>> sessions_;
+  std::map<std::uint64_t, std::shared_ptr<Session>> sessions_;
   std::unordered_map<std::uint64_t, Open> opens_;
   std::uint64_t nonce_counter_ = 0;
 

@@ -250,16 +250,16 @@ Connection::Task Connection::on_session_setup(Request& r) {
   if (!b.ok() || size != 25 || !blob || blob->empty()) co_return error(status::invalid_parameter);
   if (setup_flags & 1) co_return error(status::not_supported);  // binding: one channel per session
 
-  Session* s = r.session;
+  std::shared_ptr<Session> s = r.session;
   if (!s) {
-    auto fresh = std::make_unique<Session>();
+    auto fresh = std::make_shared<Session>();
     // Random ids: a client that guesses or mistypes one does not land on
     // another session (smbtorture probes exactly that).
     do {
       random_bytes(std::span(reinterpret_cast<std::uint8_t*>(&fresh->id), sizeof fresh->id));
     } while (fresh->id == 0 || fresh->id == kAnyFileId || sessions_.contains(fresh->id));
     fresh->preauth = preauth_;
-    s = fresh.get();
+    s = fresh;
     sessions_.emplace(s->id, std::move(fresh));
   }
   Reply reply;
@@ -408,7 +408,8 @@ Connection::Task Connection::on_tree_connect(Request& r) {
   reply.out.u32(s.encrypt ? 0x8000 : 0);  // SMB2_SHAREFLAG_ENCRYPT_DATA
   reply.out.u32(0);
   reply.out.u32(maximal);
-  s.trees.emplace(t.id, std::move(t));
+  const std::uint32_t id = t.id;
+  s.trees.emplace(id, std::make_shared<Tree>(std::move(t)));
   co_return reply;
 }
 
@@ -494,7 +495,7 @@ Connection::Task Connection::on_ioctl(Request& r) {
 
 asio::awaitable<void> Connection::drop_tree(Session& s, std::uint32_t tree_id) {
   const Tree* tree = nullptr;
-  if (auto it = s.trees.find(tree_id); it != s.trees.end()) tree = &it->second;
+  if (auto it = s.trees.find(tree_id); it != s.trees.end()) tree = it->second.get();
   const ns::OpContext ctx = context(s, tree);
   std::vector<std::uint64_t> ids;
   for (auto& [id, o] : opens_) {
