@@ -409,16 +409,34 @@ bool Connection::charge_covers(const Header& h, std::uint64_t bytes) const {
   return needed <= charge;
 }
 
+Digest16 Connection::signature(const Session& s, ByteView msg, std::initializer_list<ByteView> parts) const {
+  switch (signing_) {
+    case Signing::aes_gmac: {
+      // The nonce ([MS-SMB2] 3.1.4.1): the MessageId, then bit 0 set in
+      // answers and bit 1 in CANCEL requests.
+      std::array<std::uint8_t, 12> nonce{};
+      std::memcpy(nonce.data(), msg.data() + 24, 8);
+      const bool answer = (msg[16] & flags::server_to_redir) != 0;
+      const bool cancel = msg[12] == static_cast<std::uint8_t>(Command::cancel) && msg[13] == 0;
+      nonce[8] = static_cast<std::uint8_t>((answer ? 1 : 0) | (cancel ? 2 : 0));
+      return aes_gmac(s.signing_key, nonce, parts);
+    }
+    case Signing::aes_cmac:
+      return aes_cmac(s.signing_key, parts);
+    case Signing::hmac_sha256:
+      break;
+  }
+  const auto full = hmac_sha256(s.signing_key, parts);
+  Digest16 mac;
+  std::memcpy(mac.data(), full.data(), mac.size());
+  return mac;
+}
+
 void Connection::sign(Session& s, std::span<std::uint8_t> msg) const {
   msg[16] |= flags::signed_;
   std::memset(msg.data() + kSignatureOffset, 0, 16);
-  if (dialect_ >= dialect::smb300) {
-    const Digest16 mac = aes_cmac(s.signing_key, {msg});
-    std::memcpy(msg.data() + kSignatureOffset, mac.data(), 16);
-  } else {
-    const auto mac = hmac_sha256(s.signing_key, {msg});
-    std::memcpy(msg.data() + kSignatureOffset, mac.data(), 16);
-  }
+  const Digest16 mac = signature(s, msg, {msg});
+  std::memcpy(msg.data() + kSignatureOffset, mac.data(), 16);
 }
 
 bool Connection::verify(const Session& s, ByteView msg) const {
@@ -426,9 +444,7 @@ bool Connection::verify(const Session& s, ByteView msg) const {
   ByteView head = msg.first(kSignatureOffset);
   ByteView body = msg.subspan(kHeaderSize);
   ByteView given = msg.subspan(kSignatureOffset, 16);
-  if (dialect_ >= dialect::smb300) return equal(aes_cmac(s.signing_key, {head, kZeros, body}), given);
-  const auto mac = hmac_sha256(s.signing_key, {head, kZeros, body});
-  return equal(ByteView(mac).first(16), given);
+  return equal(signature(s, msg, {head, kZeros, body}), given);
 }
 
 std::optional<Bytes> Connection::decrypt(std::span<std::uint8_t> frame, std::uint64_t* session_id) {

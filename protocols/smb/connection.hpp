@@ -52,6 +52,9 @@ inline constexpr std::uint16_t smb311 = 0x0311;
 inline constexpr std::uint16_t wildcard = 0x02FF;
 }  // namespace dialect
 
+// Signing algorithms, by their ids in the 3.1.1 signing capabilities.
+enum class Signing : std::uint16_t { hmac_sha256 = 0, aes_cmac = 1, aes_gmac = 2 };
+
 struct Config {
   std::string server_name = "WEFT";
   std::uint32_t max_io = 8u << 20;  // MaxRead/Write/TransactSize for 2.1 and later
@@ -178,6 +181,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint16_t grant_credits(const Header& h);
   void write_negotiate(Writer& w, std::uint16_t chosen, ByteView contexts, std::uint16_t context_count) const;
   Task dispatch(Request& r);
+  // The MAC of `msg` (header first) over `parts`, which spell it with its
+  // signature field zeroed, by the negotiated algorithm.
+  Digest16 signature(const Session& s, ByteView msg, std::initializer_list<ByteView> parts) const;
   void sign(Session& s, std::span<std::uint8_t> msg) const;
   bool verify(const Session& s, ByteView msg) const;
   std::optional<Bytes> decrypt(std::span<std::uint8_t> frame, std::uint64_t* session_id);
@@ -230,7 +236,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint16_t client_security_mode_ = 0;
   std::vector<std::uint16_t> client_dialects_;
   Hash512 preauth_{};
-  bool signing_cmac_ = false;  // 3.x
+  Signing signing_ = Signing::hmac_sha256;  // AES-CMAC from 3.0; 3.1.1 may negotiate another
   Cipher cipher_ = Cipher::aes128_ccm;
   bool cipher_agreed_ = false;
   std::uint32_t max_io_ = 65536;
