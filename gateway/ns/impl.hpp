@@ -134,6 +134,18 @@ class Allocator {
 // (`working`), or the sealed file of the current version. Where fd is -1,
 // `inline_data` holds the content: a small sealed version kept in the
 // metadata store, or a staged file still small enough to stay in memory.
+// A working file's content chunked as it is written, so that the seal finds
+// its chunks named already instead of reading all of it back (the close of
+// a large upload then waits for the disk only). It follows the writes from
+// offset 0 on; ranges written ahead of it (a client with several writes in
+// flight) are read back once the gap before them is filled. A write behind
+// it, a truncate below it or too scattered writes end it, and the seal
+// chunks the file itself, as before.
+struct ChunkStream {
+  data::Chunker chunker;
+  std::map<std::uint64_t, std::uint64_t> ahead;  // written past chunker.consumed(): start -> end
+};
+
 struct FileState {
   std::shared_mutex mu;
   Ino ino = 0;
@@ -147,6 +159,8 @@ struct FileState {
   std::uint64_t change = 0;  // the inode's change counter, bumped by writes
   bool unsealed = false;  // content differs from the sealed version
   bool unsynced = false;  // writes not yet fsynced
+  std::uint64_t unwritten_back = 0;  // bytes written to fd since writeback was last started
+  std::unique_ptr<ChunkStream> stream;  // while the working content is chunked as written
   bool removed = false;   // last name removed while open
   // Made by create_open(), whose creation is not durable yet: the first
   // commit or writer's release makes it so.
@@ -359,6 +373,9 @@ struct Namespace::Impl {
   // Moves a staged file's in-memory content into a new data file.
   Status spill(FileState& fs);
   Status truncate_locked(FileState& fs, std::uint64_t size);
+  // Keep fs.stream in step with a write or a truncate (ChunkStream).
+  void stream_write(FileState& fs, std::uint64_t off, std::span<const std::byte> data);
+  void stream_truncate(FileState& fs, std::uint64_t size);
   Status flush(const OpContext& ctx, Handle h);
   Result<Attr> commit(const OpContext& ctx, Handle h, const XattrsFor& xattrs);
   Result<Attr> commit_ino(const OpContext& ctx, Ino ino);

@@ -165,7 +165,7 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
     co_return co_await send(reply.out.take(), nullptr);
   }
   Bytes plain;
-  Session* encrypted_by = nullptr;
+  std::shared_ptr<Session> encrypted_by;
   std::span<std::uint8_t> msg = frame;
   if (proto == kProtocolTransform) {
     std::uint64_t sid = 0;
@@ -173,13 +173,13 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
     if (!p) co_return false;
     plain = std::move(*p);
     msg = plain;
-    encrypted_by = sessions_.at(sid).get();
+    encrypted_by = sessions_.at(sid);
   } else if (proto != kProtocolSmb2) {
     co_return false;
   }
 
   std::vector<Reply> replies;
-  std::vector<Session*> signers;
+  std::vector<std::shared_ptr<Session>> signers;
   std::size_t pos = 0;
   chain_session_ = 0;
   chain_tree_ = 0;
@@ -229,8 +229,8 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
         answered = true;
       } else {
         Session& s = *it->second;
-        r.session = &s;
-        const bool encrypted = encrypted_by == &s;
+        r.session = it->second;
+        const bool encrypted = encrypted_by == it->second;
         if (s.valid && !encrypted) {
           if (h->flags & flags::signed_) {
             if (!verify(s, r.msg)) {
@@ -253,14 +253,14 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
         reply = error(status::network_name_deleted);
         answered = true;
       } else {
-        r.tree = &t->second;
+        r.tree = t->second;
       }
     }
     if (!answered) reply = co_await dispatch(r);
     if (h->command == Command::session_setup) {
       // A failed authentication erased the session.
       auto it = sessions_.find(reply.session_id ? reply.session_id : r.header.session_id);
-      r.session = it == sessions_.end() ? nullptr : it->second.get();
+      r.session = it == sessions_.end() ? nullptr : it->second;
     }
     if (h->command == Command::create) {
       chain_status_ = reply.status;
@@ -287,13 +287,13 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
 
     // Sign with the session's key: every answer on a signing session, and
     // the final SESSION_SETUP answer (its key is new).
-    Session* signer = nullptr;
+    std::shared_ptr<Session> signer;
     auto sit = sessions_.find(out.session_id);
     if (sit != sessions_.end() && sit->second->valid && !encrypted_by && h->command != Command::negotiate) {
       Session& s = *sit->second;
       if (s.signing || (h->flags & flags::signed_) ||
           (h->command == Command::session_setup && reply.status == status::success)) {
-        signer = &s;
+        signer = sit->second;
       }
     }
     if (h->command == Command::session_setup && reply.status == status::more_processing_required &&
@@ -327,7 +327,7 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
   for (std::size_t i = 1; i < replies.size(); ++i) {
     first.insert(first.end(), replies[i].out.data().begin(), replies[i].out.data().end());
   }
-  const bool sent = co_await send(std::move(first), encrypted_by);
+  const bool sent = co_await send(std::move(first), encrypted_by.get());
   if (logged_off_) {
     sessions_.erase(*logged_off_);
     logged_off_.reset();
@@ -409,16 +409,34 @@ bool Connection::charge_covers(const Header& h, std::uint64_t bytes) const {
   return needed <= charge;
 }
 
+Digest16 Connection::signature(const Session& s, ByteView msg, std::initializer_list<ByteView> parts) const {
+  switch (signing_) {
+    case Signing::aes_gmac: {
+      // The nonce ([MS-SMB2] 3.1.4.1): the MessageId, then bit 0 set in
+      // answers and bit 1 in CANCEL requests.
+      std::array<std::uint8_t, 12> nonce{};
+      std::memcpy(nonce.data(), msg.data() + 24, 8);
+      const bool answer = (msg[16] & flags::server_to_redir) != 0;
+      const bool cancel = msg[12] == static_cast<std::uint8_t>(Command::cancel) && msg[13] == 0;
+      nonce[8] = static_cast<std::uint8_t>((answer ? 1 : 0) | (cancel ? 2 : 0));
+      return aes_gmac(s.signing_key, nonce, parts);
+    }
+    case Signing::aes_cmac:
+      return aes_cmac(s.signing_key, parts);
+    case Signing::hmac_sha256:
+      break;
+  }
+  const auto full = hmac_sha256(s.signing_key, parts);
+  Digest16 mac;
+  std::memcpy(mac.data(), full.data(), mac.size());
+  return mac;
+}
+
 void Connection::sign(Session& s, std::span<std::uint8_t> msg) const {
   msg[16] |= flags::signed_;
   std::memset(msg.data() + kSignatureOffset, 0, 16);
-  if (dialect_ >= dialect::smb300) {
-    const Digest16 mac = aes_cmac(s.signing_key, {msg});
-    std::memcpy(msg.data() + kSignatureOffset, mac.data(), 16);
-  } else {
-    const auto mac = hmac_sha256(s.signing_key, {msg});
-    std::memcpy(msg.data() + kSignatureOffset, mac.data(), 16);
-  }
+  const Digest16 mac = signature(s, msg, {msg});
+  std::memcpy(msg.data() + kSignatureOffset, mac.data(), 16);
 }
 
 bool Connection::verify(const Session& s, ByteView msg) const {
@@ -426,9 +444,7 @@ bool Connection::verify(const Session& s, ByteView msg) const {
   ByteView head = msg.first(kSignatureOffset);
   ByteView body = msg.subspan(kHeaderSize);
   ByteView given = msg.subspan(kSignatureOffset, 16);
-  if (dialect_ >= dialect::smb300) return equal(aes_cmac(s.signing_key, {head, kZeros, body}), given);
-  const auto mac = hmac_sha256(s.signing_key, {head, kZeros, body});
-  return equal(ByteView(mac).first(16), given);
+  return equal(signature(s, msg, {head, kZeros, body}), given);
 }
 
 std::optional<Bytes> Connection::decrypt(std::span<std::uint8_t> frame, std::uint64_t* session_id) {

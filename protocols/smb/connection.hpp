@@ -52,6 +52,9 @@ inline constexpr std::uint16_t smb311 = 0x0311;
 inline constexpr std::uint16_t wildcard = 0x02FF;
 }  // namespace dialect
 
+// Signing algorithms, by their ids in the 3.1.1 signing capabilities.
+enum class Signing : std::uint16_t { hmac_sha256 = 0, aes_cmac = 1, aes_gmac = 2 };
+
 struct Config {
   std::string server_name = "WEFT";
   std::uint32_t max_io = 8u << 20;  // MaxRead/Write/TransactSize for 2.1 and later
@@ -108,7 +111,7 @@ struct Session {
   Key16 encryption_key{};  // server to client
   Key16 decryption_key{};  // client to server
   ns::Principal principal;
-  std::map<std::uint32_t, Tree> trees;
+  std::map<std::uint32_t, std::shared_ptr<Tree>> trees;
   std::uint32_t next_tree = 1;
 };
 
@@ -140,8 +143,11 @@ struct Open {
 struct Request {
   Header header;
   ByteView msg;  // this request, header first: body offsets count from here
-  Session* session = nullptr;
-  Tree* tree = nullptr;
+  // Held, not borrowed: a LOGOFF or TREE_DISCONNECT (this request, or one
+  // served while it waits) takes them out of their tables, and what runs
+  // after the handler (the header, the chain state) still reads them.
+  std::shared_ptr<Session> session;
+  std::shared_ptr<Tree> tree;
 };
 
 struct Reply {
@@ -175,6 +181,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint16_t grant_credits(const Header& h);
   void write_negotiate(Writer& w, std::uint16_t chosen, ByteView contexts, std::uint16_t context_count) const;
   Task dispatch(Request& r);
+  // The MAC of `msg` (header first) over `parts`, which spell it with its
+  // signature field zeroed, by the negotiated algorithm.
+  Digest16 signature(const Session& s, ByteView msg, std::initializer_list<ByteView> parts) const;
   void sign(Session& s, std::span<std::uint8_t> msg) const;
   bool verify(const Session& s, ByteView msg) const;
   std::optional<Bytes> decrypt(std::span<std::uint8_t> frame, std::uint64_t* session_id);
@@ -227,7 +236,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint16_t client_security_mode_ = 0;
   std::vector<std::uint16_t> client_dialects_;
   Hash512 preauth_{};
-  bool signing_cmac_ = false;  // 3.x
+  Signing signing_ = Signing::hmac_sha256;  // AES-CMAC from 3.0; 3.1.1 may negotiate another
   Cipher cipher_ = Cipher::aes128_ccm;
   bool cipher_agreed_ = false;
   std::uint32_t max_io_ = 65536;
@@ -255,7 +264,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::awaitable<void> wait_for_writes(unsigned at_most);
   boost::asio::awaitable<void> serve_write(std::vector<std::uint8_t> frame);
 
-  std::map<std::uint64_t, std::unique_ptr<Session>> sessions_;
+  std::map<std::uint64_t, std::shared_ptr<Session>> sessions_;
   std::unordered_map<std::uint64_t, Open> opens_;
   std::uint64_t nonce_counter_ = 0;
 

@@ -146,6 +146,25 @@ Digest16 aes_cmac(const Key16& key, std::initializer_list<ByteView> parts) {
   return out;
 }
 
+// Several times cheaper than CMAC per byte: GHASH runs on carry-less
+// multiplication over wide blocks, where CBC-MAC waits for each AES block.
+Digest16 aes_gmac(const Key16& key, std::span<const std::uint8_t, 12> nonce, std::initializer_list<ByteView> parts) {
+  static EVP_CIPHER* gcm = EVP_CIPHER_fetch(nullptr, "AES-128-GCM", nullptr);  // fetched once, not per call
+  Digest16 out{};
+  std::unique_ptr<EVP_CIPHER_CTX, MacFree> ctx(EVP_CIPHER_CTX_new());
+  if (!gcm || !ctx || !EVP_EncryptInit_ex2(ctx.get(), gcm, key.data(), nonce.data(), nullptr)) return out;
+  int n = 0;
+  for (ByteView p : parts) {
+    if (!p.empty() && !EVP_EncryptUpdate(ctx.get(), nullptr, &n, p.data(), static_cast<int>(p.size()))) return out;
+  }
+  std::uint8_t none[16];
+  if (!EVP_EncryptFinal_ex(ctx.get(), none, &n) ||
+      !EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_GET_TAG, static_cast<int>(out.size()), out.data())) {
+    return Digest16{};
+  }
+  return out;
+}
+
 Digest16 md5(std::initializer_list<ByteView> parts) { return digest<16>(EVP_md5(), parts); }
 
 Hash512 sha512(std::initializer_list<ByteView> parts) { return digest<64>(EVP_sha512(), parts); }

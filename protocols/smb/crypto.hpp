@@ -1,5 +1,6 @@
 // The cryptography SMB2/3 and NTLMSSP need, on OpenSSL 3: HMAC-MD5/SHA-256,
-// MD5, SHA-512 (3.1.1 preauth integrity), AES-CMAC (3.x signing), the
+// MD5, SHA-512 (3.1.1 preauth integrity), AES-CMAC and AES-GMAC (3.x
+// signing), the
 // SP800-108 counter-mode KDF (3.x keys), AES-128-CCM/GCM (3.x encryption)
 // and RC4 (NTLMSSP key exchange). RC4 lives in OpenSSL's legacy provider; it
 // is loaded into a private library context so the process-wide providers
@@ -26,6 +27,9 @@ std::array<std::uint8_t, 32> hmac_sha256(ByteView key, std::initializer_list<Byt
 Digest16 md5(std::initializer_list<ByteView> parts);
 Hash512 sha512(std::initializer_list<ByteView> parts);
 Digest16 aes_cmac(const Key16& key, std::initializer_list<ByteView> parts);
+// AES-128-GMAC: AES-128-GCM with `parts` as the associated data and nothing
+// to encrypt; the tag is the MAC. The nonce is 12 bytes.
+Digest16 aes_gmac(const Key16& key, std::span<const std::uint8_t, 12> nonce, std::initializer_list<ByteView> parts);
 // SP800-108 counter mode with HMAC-SHA256, one block, L = 128 bits: the
 // SMB 3.x key derivation. `label` and `context` are used as given (the SMB
 // labels include their terminating NUL).

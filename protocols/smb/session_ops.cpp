@@ -28,7 +28,6 @@ inline constexpr std::uint16_t signing = 8;
 }  // namespace context_type
 
 constexpr std::uint16_t kSha512 = 1;
-constexpr std::uint16_t kAesCmac = 1;
 constexpr std::uint32_t kValidateNegotiate = 0x00140204;
 constexpr std::uint32_t kDfsReferrals = 0x00060194;
 constexpr std::uint32_t kDfsReferralsEx = 0x000601B0;
@@ -159,7 +158,7 @@ Connection::Task Connection::on_negotiate(Request& r) {
   if (chosen == dialect::smb311) {
     bool sha512_offered = false;
     std::optional<Cipher> cipher;
-    bool cmac_offered = false;
+    std::optional<Signing> signing;
     bool signing_context = false, encryption_context = false;
     Reader c(r.msg, ctx_offset);
     for (std::uint16_t i = 0; i < ctx_count; ++i) {
@@ -190,7 +189,12 @@ Connection::Task Connection::on_negotiate(Request& r) {
       } else if (type == context_type::signing) {
         signing_context = true;
         const std::uint16_t n = d.u16();
-        for (std::uint16_t k = 0; k < n; ++k) cmac_offered = cmac_offered || d.u16() == kAesCmac;
+        // The client's order is its preference (GMAC first, where offered:
+        // several times cheaper than CMAC); take the first we have.
+        for (std::uint16_t k = 0; k < n; ++k) {
+          const std::uint16_t id = d.u16();
+          if (!signing && id <= static_cast<std::uint16_t>(Signing::aes_gmac)) signing = static_cast<Signing>(id);
+        }
       }
       if (!d.ok()) co_return error(status::invalid_parameter);
     }
@@ -215,18 +219,23 @@ Connection::Task Connection::on_negotiate(Request& r) {
         cipher_agreed_ = true;
       }
     }
-    if (signing_context && cmac_offered) {
+    signing_ = Signing::aes_cmac;  // without a signing context, or none in common
+    if (signing_context && signing) {
+      signing_ = *signing;
       Writer sig;
       sig.u16(1);
-      sig.u16(kAesCmac);
+      sig.u16(static_cast<std::uint16_t>(signing_));
       put_context(contexts, context_type::signing, sig.data());
       ++context_count;
     }
     static constexpr Hash512 kZero{};
     preauth_ = sha512({kZero, r.msg});
-  } else if ((chosen == dialect::smb300 || chosen == dialect::smb302) && (client_capabilities_ & caps::encryption)) {
-    cipher_ = Cipher::aes128_ccm;
-    cipher_agreed_ = true;
+  } else {
+    signing_ = chosen >= dialect::smb300 ? Signing::aes_cmac : Signing::hmac_sha256;
+    if ((chosen == dialect::smb300 || chosen == dialect::smb302) && (client_capabilities_ & caps::encryption)) {
+      cipher_ = Cipher::aes128_ccm;
+      cipher_agreed_ = true;
+    }
   }
   negotiated_ = true;
   dialect_ = chosen;
@@ -250,16 +259,16 @@ Connection::Task Connection::on_session_setup(Request& r) {
   if (!b.ok() || size != 25 || !blob || blob->empty()) co_return error(status::invalid_parameter);
   if (setup_flags & 1) co_return error(status::not_supported);  // binding: one channel per session
 
-  Session* s = r.session;
+  std::shared_ptr<Session> s = r.session;
   if (!s) {
-    auto fresh = std::make_unique<Session>();
+    auto fresh = std::make_shared<Session>();
     // Random ids: a client that guesses or mistypes one does not land on
     // another session (smbtorture probes exactly that).
     do {
       random_bytes(std::span(reinterpret_cast<std::uint8_t*>(&fresh->id), sizeof fresh->id));
     } while (fresh->id == 0 || fresh->id == kAnyFileId || sessions_.contains(fresh->id));
     fresh->preauth = preauth_;
-    s = fresh.get();
+    s = fresh;
     sessions_.emplace(s->id, std::move(fresh));
   }
   Reply reply;
@@ -408,7 +417,8 @@ Connection::Task Connection::on_tree_connect(Request& r) {
   reply.out.u32(s.encrypt ? 0x8000 : 0);  // SMB2_SHAREFLAG_ENCRYPT_DATA
   reply.out.u32(0);
   reply.out.u32(maximal);
-  s.trees.emplace(t.id, std::move(t));
+  const std::uint32_t id = t.id;
+  s.trees.emplace(id, std::make_shared<Tree>(std::move(t)));
   co_return reply;
 }
 
@@ -494,7 +504,7 @@ Connection::Task Connection::on_ioctl(Request& r) {
 
 asio::awaitable<void> Connection::drop_tree(Session& s, std::uint32_t tree_id) {
   const Tree* tree = nullptr;
-  if (auto it = s.trees.find(tree_id); it != s.trees.end()) tree = &it->second;
+  if (auto it = s.trees.find(tree_id); it != s.trees.end()) tree = it->second.get();
   const ns::OpContext ctx = context(s, tree);
   std::vector<std::uint64_t> ids;
   for (auto& [id, o] : opens_) {

@@ -6,7 +6,9 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
+#include <tuple>
 
 namespace weft::ns::test {
 namespace {
@@ -144,6 +146,75 @@ NS_TEST("append and truncate flags") {
     f.ok(ns.release(cx, h));
     CHECK(f.get(a.ino) == "x");
   }
+}
+
+NS_TEST("chunk names do not depend on the order the content was written in") {
+  // A seal uses the chunks computed as the content was written when the
+  // writes covered it from its start (in order, or a few ranges ahead) and
+  // chunks the file itself otherwise: both must name the same chunks.
+  Fixture f(std::make_unique<Combination>());
+  auto& ns = f.ns();
+  const OpContext& cx = f.admin();
+  const std::string content = pattern(7, 3 * kMiB + 777);
+  using Chunks = std::vector<std::tuple<std::uint64_t, std::uint32_t, Sha256>>;
+  int files = 0;
+  // Writes pieces of `piece` bytes in `order`; `before` runs once the file is open.
+  const auto written = [&](std::size_t piece, const std::vector<std::size_t>& order,
+                           const std::function<void(Ino, Handle)>& before = {}) {
+    const Attr a = f.ok(ns.create(cx, kRootIno, "f" + std::to_string(files++), 0644, CreateMode::exclusive));
+    const Handle h = f.ok(ns.open(cx, a.ino, OpenFlags{.write = true}));
+    if (before) before(a.ino, h);
+    for (std::size_t i : order)
+      f.ok(ns.write(cx, h, i * piece, bytes(std::string_view(content).substr(i * piece, piece))));
+    const Attr sealed = f.ok(ns.commit(cx, h));
+    f.ok(ns.release(cx, h));
+    CHECK(f.get(a.ino) == content);
+    check_chunks(f, a.ino, sealed.version, content);
+    Chunks out;
+    for (const auto& c : f.ok(ns.chunks(cx, a.ino, sealed.version))) out.emplace_back(c.offset, c.length, c.sha256);
+    return out;
+  };
+  const auto in_order = [&](std::size_t piece) {
+    std::vector<std::size_t> order((content.size() + piece - 1) / piece);
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    return order;
+  };
+  constexpr std::size_t kPiece = 100000;
+  const Chunks reference = written(kPiece, in_order(kPiece));
+  CHECK(reference.size() >= 12);
+
+  // Pairs swapped, as several writes in flight arrive.
+  auto swapped = in_order(kPiece);
+  for (std::size_t i = 0; i + 1 < swapped.size(); i += 2) std::swap(swapped[i], swapped[i + 1]);
+  CHECK(written(kPiece, swapped) == reference);
+  // Every other piece first: the rest fills the gaps, and what was ahead is read back.
+  std::vector<std::size_t> evens_first;
+  for (std::size_t i = 0; i < swapped.size(); i += 2) evens_first.push_back(i);
+  for (std::size_t i = 1; i < swapped.size(); i += 2) evens_first.push_back(i);
+  CHECK(written(kPiece, evens_first) == reference);
+  // The same with small pieces: too many ranges ahead, so the seal chunks the file.
+  constexpr std::size_t kSmall = 10000;
+  std::vector<std::size_t> scattered;
+  for (std::size_t i = 0; i < in_order(kSmall).size(); i += 2) scattered.push_back(i);
+  for (std::size_t i = 1; i < in_order(kSmall).size(); i += 2) scattered.push_back(i);
+  CHECK(written(kSmall, scattered) == reference);
+  // A piece written again after later ones (same bytes): behind the stream.
+  auto again = in_order(kPiece);
+  again.insert(again.begin() + 6, 2);
+  CHECK(written(kPiece, again) == reference);
+  // The size set first (as Windows does before it copies), then the content.
+  CHECK(written(kPiece, in_order(kPiece), [&](Ino ino, Handle) {
+          f.ok(ns.setattr(cx, ino, SetAttr{.size = content.size()}));
+        }) == reference);
+  // Cut below what was chunked, or emptied, then written again.
+  CHECK(written(kPiece, in_order(kPiece), [&](Ino ino, Handle h) {
+          f.ok(ns.write(cx, h, 0, bytes(std::string(5 * kPiece, 'x'))));
+          f.ok(ns.setattr(cx, ino, SetAttr{.size = 2 * kPiece}));
+        }) == reference);
+  CHECK(written(kPiece, in_order(kPiece), [&](Ino ino, Handle h) {
+          f.ok(ns.write(cx, h, 0, bytes(std::string(5 * kPiece, 'x'))));
+          f.ok(ns.setattr(cx, ino, SetAttr{.size = 0}));
+        }) == reference);
 }
 
 NS_TEST("commit seals versions; read_version and chunks") {

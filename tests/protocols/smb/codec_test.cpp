@@ -156,6 +156,27 @@ TEST_CASE("crypto primitives against published vectors") {
   EVP_MAC_CTX_free(mctx);
   EVP_MAC_free(cmac);
   CHECK(reference == whole);
+  // AES-GMAC: NIST GCM vectors with nothing to encrypt (gcmEncryptExtIV128,
+  // PTlen 0: AAD empty, then 128 bits), and parts split anywhere.
+  {
+    Key16 gk{};
+    const std::array<std::uint8_t, 12> zero_iv{};
+    const Digest16 none = aes_gmac(gk, zero_iv, {});
+    CHECK(Bytes(none.begin(), none.end()) == hex("58e2fccefa7e3061367f1d57a4e7455a"));
+    const Bytes gkb = hex("77be63708971c4e240d1cb79e8d77feb");
+    std::copy(gkb.begin(), gkb.end(), gk.begin());
+    const Bytes ivb = hex("e0e00f19fed7ba0136a797f3");
+    std::array<std::uint8_t, 12> iv;
+    std::copy(ivb.begin(), ivb.end(), iv.begin());
+    const Bytes aad = hex("7a43ec1d9c0a5a78a0b16533a6213cab");
+    const Digest16 tag = aes_gmac(gk, iv, {aad});
+    CHECK(Bytes(tag.begin(), tag.end()) == hex("209fcc8d3675ed938e9c7166709dd946"));
+    CHECK(aes_gmac(gk, iv, {ByteView(aad).first(3), ByteView(aad).subspan(3)}) == tag);
+    CHECK(aes_gmac(gk, iv, {ByteView(long_msg).first(48), ByteView(long_msg).subspan(48)}) ==
+          aes_gmac(gk, iv, {long_msg}));
+    iv[0] ^= 1;
+    CHECK(aes_gmac(gk, iv, {aad}) != tag);
+  }
   // AEAD round trip and tamper detection, both ciphers.
   for (Cipher c : {Cipher::aes128_ccm, Cipher::aes128_gcm}) {
     Bytes data = hex("00112233445566778899");

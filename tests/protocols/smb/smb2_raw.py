@@ -150,6 +150,26 @@ class Client:
             r = Response(self.recv_frame())
         return r
 
+    def compound(self, requests):
+        """Sends (command, body, related) requests as one chain, each padded
+        to 8 bytes and signed on its own; returns the answers of the chain."""
+        msgs = []
+        for i, (command, body, related) in enumerate(requests):
+            msg = self.header(command, flags=0x4 if related else 0) + body
+            if i + 1 < len(requests):
+                msg += b"\0" * (-len(msg) % 8)
+                msg = msg[:20] + struct.pack("<I", len(msg)) + msg[24:]
+            msgs.append(self.sign(msg) if self.signing else msg)
+        self.send_frame(b"".join(msgs))
+        raw = self.recv_frame()
+        answers = []
+        while True:
+            r = Response(raw)
+            answers.append(Response(raw[:r.next]) if r.next else r)
+            if not r.next:
+                return answers
+            raw = raw[r.next:]
+
     # --- protocol steps ----------------------------------------------------
     def negotiate(self, dialects=(0x0210,)):
         body = struct.pack("<HHHHI16sQ", 36, len(dialects), 1, 0, 0, os.urandom(16), 0)
@@ -199,11 +219,14 @@ class Client:
             self.tree_id = r.tree_id
         return r
 
-    def create(self, name, disposition=3, options=0x40, access=0x0012019F, **kw):
+    @staticmethod
+    def create_body(name, disposition=3, options=0x40, access=0x0012019F):
         n = name.encode("utf-16le")
-        body = struct.pack("<HBBIQQIIIIIHHII", 57, 0, 0, 2, 0, 0, access, 0x80, 7, disposition, options,
+        return struct.pack("<HBBIQQIIIIIHHII", 57, 0, 0, 2, 0, 0, access, 0x80, 7, disposition, options,
                            64 + 56, len(n), 0, 0) + (n or b"\0")
-        r = self.request(CREATE, body, **kw)
+
+    def create(self, name, disposition=3, options=0x40, access=0x0012019F, **kw):
+        r = self.request(CREATE, self.create_body(name, disposition, options, access), **kw)
         file_id = r.body[64:80] if r.status == STATUS_SUCCESS else None
         return r, file_id
 

@@ -412,6 +412,26 @@ class BadInputTest(unittest.TestCase):
         self.assertEqual(c.echo().status, 0)
         c.close()
 
+    def test_disconnect_and_logoff_inside_a_compound(self):
+        # The requests after a TREE_DISCONNECT or LOGOFF in a chain still
+        # refer to the tree and session it takes away (once read after being
+        # freed: an ASan build of weft stops on that): they are refused, and
+        # the connection and the server go on.
+        c = self.login()
+        no_body = struct.pack("<HH", 4, 0)
+        open_keep = c.create_body("keep.txt", disposition=1)
+        answers = c.compound([(smb2_raw.TREE_DISCONNECT, no_body, False), (smb2_raw.CREATE, open_keep, True)])
+        self.assertEqual([a.status for a in answers], [0, smb2_raw.STATUS_NETWORK_NAME_DELETED])
+        self.assertEqual(c.tree_connect("data").status, 0)
+        r, fid = c.create("keep.txt", disposition=1)
+        self.assertEqual(r.status, 0)
+        answers = c.compound([(smb2_raw.LOGOFF, no_body, False), (smb2_raw.CREATE, open_keep, True)])
+        self.assertEqual([a.status for a in answers], [0, smb2_raw.STATUS_NETWORK_NAME_DELETED])
+        self.assertEqual(c.echo(sign=False).status, 0)
+        r, _ = c.create("keep.txt", disposition=1, sign=False)
+        self.assertEqual(r.status, smb2_raw.STATUS_USER_SESSION_DELETED)
+        c.close()
+
     def test_truncated_compound(self):
         c = self.login()
         first = c.header(smb2_raw.ECHO, next_command=4096) + struct.pack("<HH", 4, 0) + b"\0" * 4
