@@ -144,7 +144,14 @@ boost::system::result<ObjectMeta, Error> meta_from_headers(std::span<const http:
 }
 
 std::string etag_of(const ObjectMeta& m, const ns::Attr& a) {
-  if (m.current(a)) return "\"" + m.etag + "\"";
+  if (m.current(a)) {
+    std::string quoted;
+    quoted.reserve(m.etag.size() + 2);
+    quoted += '"';
+    quoted += m.etag;
+    quoted += '"';
+    return quoted;
+  }
   std::string id = std::to_string(a.ino) + "/" + std::to_string(a.generation) + "/" +
                    std::to_string(a.version) + "/" + std::to_string(a.size) + "/" +
                    std::to_string(a.mtime_ns);

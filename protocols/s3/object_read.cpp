@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <iterator>
 
 namespace weft::s3 {
 
@@ -135,9 +136,9 @@ Found<Plan> plan(const Request& r, const Target& t) {
 // handle see a version that replaced the file while it was open, so the
 // version is checked after every block: a GET never mixes two versions, it
 // ends short instead (the connection closes and the client retries).
-asio::awaitable<Outcome> stream(Service& s, Request& r, const Target& t, const Plan& p) {
+asio::awaitable<Outcome> stream(Service& s, Request& r, const Target& t, Plan& p) {
   auto headers = r.base_headers();
-  for (const auto& hd : p.headers) headers.push_back(hd);
+  headers.insert(headers.end(), std::make_move_iterator(p.headers.begin()), std::make_move_iterator(p.headers.end()));
   if (p.length <= kSmallObject && t.attr.version != 0 && !t.attr.dirty) {
     // A small sealed object: one read of exactly that version, no handle
     // (opening one costs a trip to the namespace's blocking pool).

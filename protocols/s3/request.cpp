@@ -124,8 +124,8 @@ std::string_view virtual_host_bucket(std::string_view host, std::span<const std:
 Outcome parse_target(Request& r, std::span<const std::string> base_domains) {
   std::string_view target = r.head.target;
   std::size_t q = target.find('?');
-  r.raw_path = std::string(target.substr(0, q));
-  r.raw_query = q == std::string_view::npos ? std::string() : std::string(target.substr(q + 1));
+  r.raw_path = target.substr(0, q);
+  r.raw_query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
   if (r.raw_path.empty() || r.raw_path.front() != '/')
     return Error(Code::InvalidRequest, "The request target must be an absolute path");
   auto path = sigv4::percent_decode(r.raw_path, false);
