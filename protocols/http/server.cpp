@@ -279,8 +279,8 @@ class WebSocketImpl final : public WebSocket {
 template <class Stream>
 class ExchangeImpl final : public Exchange {
  public:
-  ExchangeImpl(Session<Stream>& s, RequestParser& parser, RequestHead head, bool last)
-      : s_(s), parser_(parser), head_(std::move(head)), last_(last) {
+  ExchangeImpl(Session<Stream>& s, RequestParser& parser, bool last)
+      : s_(s), parser_(parser), head_(make_head(parser, s.remote)), last_(last) {
     remaining_ = head_.content_length.value_or(0);
     body_done_ = head_.chunked ? parser_.is_done() : remaining_ == 0;
     is_head_ = head_.method == "HEAD";
@@ -569,12 +569,11 @@ asio::awaitable<void> Session<Stream>::serve() {
       break;
     }
     busy = true;
-    RequestHead head = make_head(parser, remote);
-    if (head.content_length && *head.content_length > opt.body_limit) {
+    if (auto length = parser.content_length(); length && *length > opt.body_limit) {
       co_await reply(server->failure_reply(Failure::body_too_large));
       break;
     }
-    ExchangeImpl<Stream> ex(*this, parser, std::move(head), served + 1 == opt.max_requests_per_connection);
+    ExchangeImpl<Stream> ex(*this, parser, served + 1 == opt.max_requests_per_connection);
     co_await server->handler(ex);
     if (!ex.head_sent()) {
       spdlog::error("http: the handler sent no response to {} {}", ex.request().method,

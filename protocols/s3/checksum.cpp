@@ -126,6 +126,12 @@ std::string Digest::finish() {
 
 std::array<std::uint8_t, 32> sha256(std::string_view data) {
   std::array<std::uint8_t, 32> out{};
+  // This thread's context: EVP_Digest() makes and frees one per call.
+  thread_local const std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  unsigned int n = 0;
+  if (ctx && EVP_DigestInit_ex(ctx.get(), md_of(Digest::Kind::sha256), nullptr) &&
+      EVP_DigestUpdate(ctx.get(), data.data(), data.size()) && EVP_DigestFinal_ex(ctx.get(), out.data(), &n))
+    return out;
   EVP_Digest(data.data(), data.size(), out.data(), nullptr, md_of(Digest::Kind::sha256), nullptr);
   return out;
 }
