@@ -17,9 +17,9 @@
 #include <chrono>
 #include <cstring>
 #include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace weft::audit {
 
@@ -208,11 +208,11 @@ void append_field(std::string& out, std::string_view name, std::uint64_t value) 
 
 }  // namespace
 
+namespace {
+
 // Written directly rather than through an nlohmann object: building one per
 // record cost the writer more than the rest of a small S3 GET's work.
-std::string to_json_line(const Record& r) {
-  std::string out;
-  out.reserve(160 + r.user.size() + r.client.size() + r.op.size() + r.path.size() + r.request_id.size());
+void append_json_line(std::string& out, const Record& r) {
   out += "{\"time\":";
   append_json_string(out, format_time(r.time_ns));
   append_field(out, "user", r.user);
@@ -226,6 +226,14 @@ std::string to_json_line(const Record& r) {
   if (r.wire_bytes) append_field(out, "wire_bytes", r.wire_bytes);
   if (!r.region.empty()) append_field(out, "region", r.region);
   out += '}';
+}
+
+}  // namespace
+
+std::string to_json_line(const Record& r) {
+  std::string out;
+  out.reserve(160 + r.user.size() + r.client.size() + r.op.size() + r.path.size() + r.request_id.size());
+  append_json_line(out, r);
   return out;
 }
 
@@ -293,7 +301,11 @@ struct Log::Impl {
   std::mutex mu;
   std::condition_variable wake;  // the writer waits here
   std::condition_variable done;  // flush() waits here
-  std::deque<Record> queue;      // guarded by mu
+  // A vector, swapped with the writer's batch: both keep their capacity, so
+  // queueing a record allocates nothing once the log has warmed up.
+  std::vector<Record> queue;     // guarded by mu
+  std::vector<Record> batch;     // the writer's
+  std::string lines_out;         // the writer's: the batch's lines
   std::uint64_t enqueued = 0;    // guarded by mu: records ever queued
   std::uint64_t processed = 0;   // guarded by mu: of those, written (or failed)
   std::uint64_t synced = 0;      // guarded by mu: of those, synced to disk
@@ -381,18 +393,21 @@ struct Log::Impl {
     buf.clear();
   }
 
-  void write_batch(std::deque<Record>& batch) {
-    std::string buf;
+  void write_batch() {
+    std::string& buf = lines_out;
     std::size_t lines = 0;
     for (const Record& r : batch) {
-      std::string line = to_json_line(r);
-      line += '\n';
-      if (size + buf.size() + line.size() > options.max_file_bytes && size + buf.size() > 0) {
+      const std::size_t start = buf.size();
+      append_json_line(buf, r);
+      buf += '\n';
+      if (size + buf.size() > options.max_file_bytes && size + start > 0) {
+        std::string line = buf.substr(start);
+        buf.resize(start);
         write_out(buf, lines);
         lines = 0;
         rotate();
+        buf = std::move(line);
       }
-      buf += line;
       ++lines;
     }
     write_out(buf, lines);
@@ -408,12 +423,12 @@ struct Log::Impl {
       idle = false;
       wake.wait_for(lock, kGather,
                     [&] { return closing || flush_waiters > 0 || queue.size() >= gather_records; });
-      std::deque<Record> batch;
+      batch.clear();
       batch.swap(queue);
       const bool sync = flush_waiters > 0 || closing;
       lock.unlock();
       queue_depth.add(-static_cast<std::int64_t>(batch.size()));
-      write_batch(batch);
+      write_batch();
       if (sync && fd >= 0) ::fdatasync(fd);
       lock.lock();
       processed += batch.size();

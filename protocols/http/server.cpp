@@ -14,7 +14,6 @@
 #include <boost/beast/core/buffers_cat.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/status.hpp>
@@ -94,8 +93,9 @@ bool is_parse_error(const error_code& ec) {
 
 // The two transports a session runs over. The session code is one template
 // for both, so the plain path pays nothing for TLS.
-using PlainStream = beast::tcp_stream;
-using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+using PlainStream = tcp::socket;
+using TlsStream = beast::ssl_stream<tcp::socket>;
+using Clock = std::chrono::steady_clock;
 template <class Stream>
 constexpr bool kIsTls = std::is_same_v<Stream, TlsStream>;
 
@@ -144,15 +144,23 @@ struct Server::Impl : std::enable_shared_from_this<Impl> {
 
 // One connection over Stream (PlainStream or TlsStream). Everything but the
 // constructor runs on the socket's strand.
+//
+// Timeouts: each read or write sets the connection's deadline, and one timer
+// per connection (the watchdog) closes the socket once the deadline passes
+// with the I/O still pending. A deadline that moves later costs no timer
+// operation (the watchdog, woken at the old one, waits again), where a
+// timer armed and cancelled around every read and write cost more than
+// parsing the request.
 template <class Stream>
 struct Session final : SessionBase, std::enable_shared_from_this<Session<Stream>> {
   template <class... StreamArgs>
-  Session(std::shared_ptr<Server::Impl> s, tcp::socket socket, StreamArgs&&... stream_args)
-      : SessionBase(socket.get_executor()),
+  Session(std::shared_ptr<Server::Impl> s, tcp::socket accepted, StreamArgs&&... stream_args)
+      : SessionBase(accepted.get_executor()),
         server(std::move(s)),
-        stream(std::move(socket), std::forward<StreamArgs>(stream_args)...) {
+        stream(std::move(accepted), std::forward<StreamArgs>(stream_args)...),
+        watchdog(executor) {
     error_code ec;
-    auto ep = tcp().socket().remote_endpoint(ec);
+    auto ep = socket().remote_endpoint(ec);
     if (!ec) {
       remote = ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string();
       remote += ":" + std::to_string(ep.port());
@@ -163,9 +171,44 @@ struct Session final : SessionBase, std::enable_shared_from_this<Session<Stream>
   Stream stream;
   beast::flat_buffer buffer;
   std::string remote;
+  asio::steady_timer watchdog;
+  Clock::time_point deadline = Clock::time_point::max();  // of the I/O in progress
+  bool watching = false;   // a watchdog wait is pending
+  bool closed = false;
+  bool timed_out = false;  // the watchdog closed the connection
 
-  // The TCP stream under TLS (or the stream itself): timeouts and closing.
-  beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream); }
+  // The TCP socket under TLS (or the stream itself): closing.
+  tcp::socket& socket() { return beast::get_lowest_layer(stream); }
+
+  // The next reads and writes must be done within `timeout` (by `when`).
+  void expires_after(Clock::duration timeout) { expires_at(Clock::now() + timeout); }
+  void expires_at(Clock::time_point when) {
+    deadline = when;
+    if (closed) return;
+    if (!watching) {
+      watch();
+    } else if (when < watchdog.expiry()) {
+      watchdog.expires_at(when);  // the cancelled wait's handler waits again
+    }
+  }
+  // No I/O pending: a handler may take its time between reads and writes
+  // (and a WebSocket keeps timeouts of its own).
+  void expires_never() { deadline = Clock::time_point::max(); }
+
+  void watch() {
+    watching = true;
+    watchdog.expires_at(deadline);
+    watchdog.async_wait([self = this->shared_from_this()](error_code) {
+      self->watching = false;
+      if (self->closed || self->deadline == Clock::time_point::max()) return;
+      if (Clock::now() >= self->deadline) {
+        self->timed_out = true;
+        self->close();
+        return;
+      }
+      self->watch();
+    });
+  }
 
   asio::awaitable<void> run();
   asio::awaitable<bool> handshake();
@@ -176,8 +219,10 @@ struct Session final : SessionBase, std::enable_shared_from_this<Session<Stream>
   asio::awaitable<void> drain(std::chrono::steady_clock::time_point deadline);
   void close() override {
     error_code ec;
-    tcp().socket().shutdown(tcp::socket::shutdown_both, ec);
-    tcp().close();
+    closed = true;
+    watchdog.cancel();
+    socket().shutdown(tcp::socket::shutdown_both, ec);
+    socket().close(ec);
   }
 };
 
@@ -189,12 +234,12 @@ namespace {
 template <class Stream>
 class WebSocketImpl final : public WebSocket {
  public:
-  explicit WebSocketImpl(Stream& stream) : ws_(stream) {}
+  explicit WebSocketImpl(Session<Stream>& s) : session_(s), ws_(s.stream) {}
 
   asio::awaitable<error_code> accept(const RequestParser::value_type& request) {
     // The WebSocket's own timeouts (handshake, idle with pings) replace
-    // the HTTP stream's.
-    beast::get_lowest_layer(ws_).expires_never();
+    // the HTTP connection's.
+    session_.expires_never();
     // Pings after half the idle time; a peer silent for the whole of it is
     // gone (a hub must notice a vanished spoke within a minute, not five).
     beast::websocket::stream_base::timeout t{};
@@ -227,14 +272,15 @@ class WebSocketImpl final : public WebSocket {
   }
 
  private:
+  Session<Stream>& session_;
   beast::websocket::stream<Stream&> ws_;
 };
 
 template <class Stream>
 class ExchangeImpl final : public Exchange {
  public:
-  ExchangeImpl(Session<Stream>& s, RequestParser& parser, RequestHead head, bool last)
-      : s_(s), parser_(parser), head_(std::move(head)), last_(last) {
+  ExchangeImpl(Session<Stream>& s, RequestParser& parser, bool last)
+      : s_(s), parser_(parser), head_(make_head(parser, s.remote)), last_(last) {
     remaining_ = head_.content_length.value_or(0);
     body_done_ = head_.chunked ? parser_.is_done() : remaining_ == 0;
     is_head_ = head_.method == "HEAD";
@@ -253,8 +299,9 @@ class ExchangeImpl final : public Exchange {
     if (head_.expect_continue && !continue_sent_ && !head_sent_) {
       continue_sent_ = true;
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      s_.tcp().expires_after(s_.server->options.write_timeout);
+      s_.expires_after(s_.server->options.write_timeout);
       auto [ec, n] = co_await asio::async_write(s_.stream, asio::buffer(kContinue), kUse);
+      s_.expires_never();
       if (ec) {
         broken_ = true;
         co_return ec;
@@ -268,8 +315,9 @@ class ExchangeImpl final : public Exchange {
       }
       parser_.get().body().data = out.data();
       parser_.get().body().size = out.size();
-      s_.tcp().expires_after(s_.server->options.read_timeout);
+      s_.expires_after(s_.server->options.read_timeout);
       auto [ec, n] = co_await bhttp::async_read_some(s_.stream, s_.buffer, parser_, kUse);
+      s_.expires_never();
       if (ec == bhttp::error::need_buffer) ec = {};
       if (ec) co_return fail(ec);
       std::size_t got = out.size() - parser_.get().body().size;
@@ -283,7 +331,7 @@ class ExchangeImpl final : public Exchange {
     // Whatever happens now, this connection serves no further HTTP request.
     head_sent_ = true;
     broken_ = true;
-    auto ws = std::make_unique<WebSocketImpl<Stream>>(s_.stream);
+    auto ws = std::make_unique<WebSocketImpl<Stream>>(s_);
     if (auto ec = co_await ws->accept(parser_.get())) co_return ec;
     co_return std::unique_ptr<WebSocket>(std::move(ws));
   }
@@ -324,7 +372,7 @@ class ExchangeImpl final : public Exchange {
   // malformed chunked coding gets its 400; a timeout has closed the socket).
   Result<std::size_t> fail(error_code ec) {
     read_failed_ = true;
-    if (ec == beast::error::timeout) return error_code(asio::error::timed_out);
+    if (s_.timed_out) return error_code(asio::error::timed_out);
     if (ec == bhttp::error::body_limit) return error_code(asio::error::message_size);
     if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
         ec == asio::error::eof)
@@ -342,8 +390,9 @@ class ExchangeImpl final : public Exchange {
       std::memcpy(out.data(), s_.buffer.data().data(), n);
       s_.buffer.consume(n);
     } else {
-      s_.tcp().expires_after(s_.server->options.read_timeout);
+      s_.expires_after(s_.server->options.read_timeout);
       auto [ec, got] = co_await s_.stream.async_read_some(asio::buffer(out.data(), want), kUse);
+      s_.expires_never();
       if (ec) co_return fail(ec);
       n = got;
     }
@@ -375,8 +424,9 @@ class ExchangeImpl final : public Exchange {
 
   template <class Buffers>
   asio::awaitable<error_code> write(const Buffers& bufs, std::uint64_t body_bytes) {
-    s_.tcp().expires_after(s_.server->options.write_timeout);
+    s_.expires_after(s_.server->options.write_timeout);
     auto [ec, n] = co_await asio::async_write(s_.stream, bufs, kUse);
+    s_.expires_never();
     if (ec) {
       broken_ = true;
       co_return ec;
@@ -416,8 +466,9 @@ std::string Session<Stream>::refusal(const Reply& r) const {
 template <class Stream>
 asio::awaitable<void> Session<Stream>::reply(const Reply& r) {
   std::string text = refusal(r);
-  tcp().expires_after(server->options.write_timeout);
+  expires_after(server->options.write_timeout);
   co_await asio::async_write(stream, asio::buffer(text), kUse);
+  expires_never();
 }
 
 // Closing a socket with unread input makes the kernel reset the connection,
@@ -426,7 +477,7 @@ asio::awaitable<void> Session<Stream>::reply(const Reply& r) {
 // write side closes first and whatever the client still sends is read and
 // dropped until it closes too, for a few seconds at most. Over TLS a
 // close_notify goes first, so the client can tell the end of the stream
-// from a truncation; the TCP stream's timeout bounds the whole.
+// from a truncation; the connection's deadline bounds the whole.
 template <class Stream>
 asio::awaitable<void> Session<Stream>::linger() {
   busy = false;  // a stopping server closes it at once
@@ -435,7 +486,7 @@ asio::awaitable<void> Session<Stream>::linger() {
     // Sends close_notify, then reads (and drops) records until the
     // client's close_notify, its close or an error; the rest is drained
     // below without decrypting it.
-    tcp().expires_at(deadline);
+    expires_at(deadline);
     co_await stream.async_shutdown(kUse);
   }
   co_await drain(deadline);
@@ -444,14 +495,15 @@ asio::awaitable<void> Session<Stream>::linger() {
 template <class Stream>
 asio::awaitable<void> Session<Stream>::drain(std::chrono::steady_clock::time_point deadline) {
   error_code ec;
-  tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
+  socket().shutdown(tcp::socket::shutdown_send, ec);
   if (ec) co_return;
   std::array<char, 16384> sink;
   while (std::chrono::steady_clock::now() < deadline) {
-    tcp().expires_at(deadline);
-    auto [read_ec, n] = co_await tcp().async_read_some(asio::buffer(sink), kUse);
+    expires_at(deadline);
+    auto [read_ec, n] = co_await socket().async_read_some(asio::buffer(sink), kUse);
     if (read_ec) break;
   }
+  expires_never();
 }
 
 // The TLS handshake, bounded by the read timeout; a client that never
@@ -461,8 +513,9 @@ asio::awaitable<void> Session<Stream>::drain(std::chrono::steady_clock::time_poi
 template <class Stream>
 asio::awaitable<bool> Session<Stream>::handshake() {
   if constexpr (kIsTls<Stream>) {
-    tcp().expires_after(server->options.read_timeout);
+    expires_after(server->options.read_timeout);
     auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, kUse);
+    expires_never();
     if (!ec) co_return true;
     spdlog::debug("http: TLS handshake with {} failed: {}", remote, ec.message());
     if (ec.category() == asio::error::get_ssl_category() &&
@@ -473,8 +526,9 @@ asio::awaitable<bool> Session<Stream>::handshake() {
         r.body = "This port speaks HTTPS: a plain HTTP request was sent to it.\n";
       }
       std::string text = refusal(r);
-      tcp().expires_after(server->options.write_timeout);
-      auto [write_ec, n] = co_await asio::async_write(tcp(), asio::buffer(text), kUse);
+      expires_after(server->options.write_timeout);
+      auto [write_ec, n] = co_await asio::async_write(socket(), asio::buffer(text), kUse);
+      expires_never();
       if (!write_ec) co_await drain(std::chrono::steady_clock::now() + std::chrono::seconds(5));
     }
     co_return false;
@@ -499,8 +553,9 @@ asio::awaitable<void> Session<Stream>::serve() {
     RequestParser parser;
     apply_limits(parser, opt);
     busy = false;
-    tcp().expires_after(served == 0 ? opt.read_timeout : opt.idle_timeout);
+    expires_after(served == 0 ? opt.read_timeout : opt.idle_timeout);
     auto [ec, n] = co_await bhttp::async_read_header(stream, buffer, parser, kUse);
+    expires_never();
     if (ec) {
       if (ec == bhttp::error::header_limit) {
         co_await reply(server->failure_reply(Failure::header_too_large));
@@ -514,12 +569,11 @@ asio::awaitable<void> Session<Stream>::serve() {
       break;
     }
     busy = true;
-    RequestHead head = make_head(parser, remote);
-    if (head.content_length && *head.content_length > opt.body_limit) {
+    if (auto length = parser.content_length(); length && *length > opt.body_limit) {
       co_await reply(server->failure_reply(Failure::body_too_large));
       break;
     }
-    ExchangeImpl<Stream> ex(*this, parser, std::move(head), served + 1 == opt.max_requests_per_connection);
+    ExchangeImpl<Stream> ex(*this, parser, served + 1 == opt.max_requests_per_connection);
     co_await server->handler(ex);
     if (!ex.head_sent()) {
       spdlog::error("http: the handler sent no response to {} {}", ex.request().method,

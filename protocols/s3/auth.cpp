@@ -1,11 +1,13 @@
 #include "protocols/s3/auth.hpp"
 
 #include "gateway/ns/namespace.hpp"
+#include "protocols/s3/checksum.hpp"
 #include "protocols/s3/dates.hpp"
 #include "protocols/s3/sigv2.hpp"
 
 #include <charconv>
-#include <unordered_map>
+#include <memory>
+#include <vector>
 
 namespace weft::s3 {
 
@@ -17,14 +19,36 @@ bool is_sha256_hex(std::string_view s) {
          });
 }
 
-// Deriving a signing key costs four HMACs; a client signs with the same
-// scope all day, so keep the keys per thread.
-sigv4::Key cached_signing_key(const ns::S3Key& key, const sigv4::Scope& scope) {
-  thread_local std::unordered_map<std::string, sigv4::Key> cache;
-  std::string id = key.access_key + '\n' + key.secret_key + '\n' + scope.str();
-  if (auto it = cache.find(id); it != cache.end()) return it->second;
-  if (cache.size() >= 1024) cache.clear();
-  return cache.emplace(std::move(id), sigv4::signing_key(key.secret_key, scope)).first->second;
+// Deriving a signing key costs four HMACs, and keying an HMAC two more
+// hashes; a client signs with the same scope all day. So each thread keeps
+// the signers of the last few keys and scopes it saw.
+struct Signer {
+  Signer(const ns::S3Key& k, const sigv4::Scope& s)
+      : access_key(k.access_key), secret_key(k.secret_key), scope(s),
+        key(sigv4::signing_key(k.secret_key, s)), hmac(key) {}
+  bool serves(const ns::S3Key& k, const sigv4::Scope& s) const {
+    return access_key == k.access_key && secret_key == k.secret_key && scope.date == s.date &&
+           scope.region == s.region && scope.service == s.service;
+  }
+
+  const std::string access_key;
+  const std::string secret_key;
+  const sigv4::Scope scope;
+  const sigv4::Key key;
+  KeyedHmacSha256 hmac;
+};
+
+Signer& cached_signer(const ns::S3Key& key, const sigv4::Scope& scope) {
+  constexpr std::size_t kSigners = 16;
+  thread_local std::vector<std::unique_ptr<Signer>> signers;
+  thread_local std::size_t next_replaced = 0;
+  for (auto& s : signers)
+    if (s->serves(key, scope)) return *s;
+  auto made = std::make_unique<Signer>(key, scope);
+  if (signers.size() < kSigners) return *signers.emplace_back(std::move(made));
+  auto& slot = signers[next_replaced++ % kSigners];
+  slot = std::move(made);
+  return *slot;
 }
 
 Error skewed(std::int64_t request_time, std::int64_t now) {
@@ -63,9 +87,9 @@ Outcome bind_identity(Request& r, const ns::Namespace& ns, const ns::S3Key& key,
   return std::nullopt;
 }
 
-Outcome verify(const Request& r, const sigv4::Key& key, std::string_view amz_date_text,
-               const sigv4::Scope& scope, const std::vector<std::string>& signed_headers,
-               std::string_view payload_hash, bool presigned, std::string_view signature) {
+Outcome verify(const Request& r, Signer& signer, std::string_view amz_date_text,
+               const std::vector<std::string>& signed_headers, std::string_view payload_hash,
+               bool presigned, std::string_view signature) {
   sigv4::CanonicalInput in;
   in.method = r.head.method;
   in.path = r.path;
@@ -74,9 +98,21 @@ Outcome verify(const Request& r, const sigv4::Key& key, std::string_view amz_dat
   in.headers = r.head.headers;
   in.signed_headers = signed_headers;
   in.payload_hash = payload_hash;
-  std::string canonical = sigv4::canonical_request(in);
-  std::string to_sign = sigv4::string_to_sign(amz_date_text, scope, canonical);
-  if (sigv4::equal_constant_time(sigv4::sign(key, to_sign), signature)) return std::nullopt;
+  // This thread's buffers: every request is verified, and they keep their size.
+  thread_local std::string canonical;
+  thread_local std::string to_sign;
+  canonical.clear();
+  sigv4::append_canonical_request(canonical, in);
+  to_sign.clear();
+  sigv4::append_string_to_sign(to_sign, amz_date_text, signer.scope, canonical);
+  static constexpr char kHex[] = "0123456789abcdef";
+  const auto mac = signer.hmac.mac(to_sign);
+  char expected[64];
+  for (std::size_t i = 0; i < mac.size(); ++i) {
+    expected[2 * i] = kHex[mac[i] >> 4];
+    expected[2 * i + 1] = kHex[mac[i] & 15];
+  }
+  if (sigv4::equal_constant_time(std::string_view(expected, sizeof expected), signature)) return std::nullopt;
   Error e(Code::SignatureDoesNotMatch);
   e.extra = {{"AWSAccessKeyId", r.access_key},
              {"StringToSign", to_sign},
@@ -182,12 +218,10 @@ Outcome header_auth(Request& r, const ns::Namespace& ns, std::string_view region
     return Error(Code::InvalidArgument, "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
                                         "STREAMING-... or the SHA-256 of the payload");
   }
-  sigv4::Key signing = cached_signing_key(*key, auth->credential.scope);
-  if (auto e = verify(r, signing, date_text, auth->credential.scope, auth->signed_headers, hash,
-                      false, auth->signature))
-    return e;
+  Signer& signer = cached_signer(*key, auth->credential.scope);
+  if (auto e = verify(r, signer, date_text, auth->signed_headers, hash, false, auth->signature)) return e;
   if (spec.mode == PayloadMode::streaming_signed || spec.mode == PayloadMode::streaming_signed_trailer) {
-    spec.key = signing;
+    spec.key = signer.key;
     spec.amz_date = date_text;
     spec.scope = auth->credential.scope;
     spec.seed_signature = auth->signature;
@@ -239,8 +273,8 @@ Outcome query_auth(Request& r, const ns::Namespace& ns, std::string_view region,
   r.access_key = key->access_key;
   std::string_view hash = sigv4::kUnsignedPayload;
   if (const std::string* h = r.header("x-amz-content-sha256")) hash = *h;
-  if (auto e = verify(r, cached_signing_key(*key, credential->scope), *date_text, credential->scope,
-                      *signed_headers, hash, true, *signature))
+  if (auto e = verify(r, cached_signer(*key, credential->scope), *date_text, *signed_headers, hash, true,
+                      *signature))
     return e;
   r.payload = PayloadSpec{};
   if (is_sha256_hex(hash)) {

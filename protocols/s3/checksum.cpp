@@ -12,13 +12,19 @@
 
 namespace weft::s3 {
 
-std::string to_hex(std::span<const std::uint8_t> bytes) {
+void append_hex(std::string& out, std::span<const std::uint8_t> bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(bytes.size() * 2, '\0');
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    out[2 * i] = kHex[bytes[i] >> 4];
-    out[2 * i + 1] = kHex[bytes[i] & 15];
+  std::size_t at = out.size();
+  out.resize(at + bytes.size() * 2);
+  for (std::uint8_t b : bytes) {
+    out[at++] = kHex[b >> 4];
+    out[at++] = kHex[b & 15];
   }
+}
+
+std::string to_hex(std::span<const std::uint8_t> bytes) {
+  std::string out;
+  append_hex(out, bytes);
   return out;
 }
 
@@ -118,11 +124,19 @@ std::string Digest::finish() {
   return std::string(reinterpret_cast<char*>(out), n);
 }
 
-std::string sha256_hex(std::string_view data) {
-  unsigned char out[32];
-  EVP_Digest(data.data(), data.size(), out, nullptr, md_of(Digest::Kind::sha256), nullptr);
-  return to_hex(out);
+std::array<std::uint8_t, 32> sha256(std::string_view data) {
+  std::array<std::uint8_t, 32> out{};
+  // This thread's context: EVP_Digest() makes and frees one per call.
+  thread_local const std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  unsigned int n = 0;
+  if (ctx && EVP_DigestInit_ex(ctx.get(), md_of(Digest::Kind::sha256), nullptr) &&
+      EVP_DigestUpdate(ctx.get(), data.data(), data.size()) && EVP_DigestFinal_ex(ctx.get(), out.data(), &n))
+    return out;
+  EVP_Digest(data.data(), data.size(), out.data(), nullptr, md_of(Digest::Kind::sha256), nullptr);
+  return out;
 }
+
+std::string sha256_hex(std::string_view data) { return to_hex(sha256(data)); }
 
 std::array<std::uint8_t, 32> hmac_sha256(std::span<const std::uint8_t> key, std::string_view data) {
   std::array<std::uint8_t, 32> out{};
@@ -137,6 +151,36 @@ std::array<std::uint8_t, 32> hmac_sha256(std::span<const std::uint8_t> key, std:
   HMAC(md_of(Digest::Kind::sha256), key.data(), static_cast<int>(key.size()),
        reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data(), &len);
   return out;
+}
+
+struct KeyedHmacSha256::Ctx {
+  EVP_MAC_CTX* mac = nullptr;
+  ~Ctx() { EVP_MAC_CTX_free(mac); }
+};
+
+KeyedHmacSha256::KeyedHmacSha256(std::span<const std::uint8_t, 32> key) {
+  std::copy(key.begin(), key.end(), key_.begin());
+  EVP_MAC_CTX* shared = hmac_sha256_ctx();
+  EVP_MAC_CTX* own = shared ? EVP_MAC_CTX_dup(shared) : nullptr;
+  if (own && EVP_MAC_init(own, key_.data(), key_.size(), nullptr)) {
+    ctx_ = std::make_unique<Ctx>();
+    ctx_->mac = own;
+  } else {
+    EVP_MAC_CTX_free(own);
+  }
+}
+
+KeyedHmacSha256::~KeyedHmacSha256() = default;
+
+std::array<std::uint8_t, 32> KeyedHmacSha256::mac(std::string_view data) {
+  std::array<std::uint8_t, 32> out{};
+  std::size_t n = 0;
+  // A null key starts over with the key set at construction.
+  if (ctx_ && EVP_MAC_init(ctx_->mac, nullptr, 0, nullptr) &&
+      EVP_MAC_update(ctx_->mac, reinterpret_cast<const unsigned char*>(data.data()), data.size()) &&
+      EVP_MAC_final(ctx_->mac, out.data(), &n, out.size()))
+    return out;
+  return hmac_sha256(key_, data);
 }
 
 namespace {

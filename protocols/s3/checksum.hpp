@@ -17,6 +17,8 @@
 namespace weft::s3 {
 
 std::string to_hex(std::span<const std::uint8_t> bytes);
+// to_hex() appended to `out`.
+void append_hex(std::string& out, std::span<const std::uint8_t> bytes);
 std::string base64_encode(std::span<const std::uint8_t> bytes);
 // Strict (padding required, no whitespace); nullopt when malformed.
 std::optional<std::string> base64_decode(std::string_view text);
@@ -48,8 +50,26 @@ class Digest {
   std::unique_ptr<Ctx> ctx_;
 };
 
+std::array<std::uint8_t, 32> sha256(std::string_view data);
 std::string sha256_hex(std::string_view data);
 std::array<std::uint8_t, 32> hmac_sha256(std::span<const std::uint8_t> key, std::string_view data);
+
+// HMAC-SHA256 under one key, set once: each mac() then skips the key
+// schedule (SigV4 signs every request with the same signing key all day).
+// One object is used by one thread at a time.
+class KeyedHmacSha256 {
+ public:
+  explicit KeyedHmacSha256(std::span<const std::uint8_t, 32> key);
+  ~KeyedHmacSha256();
+  KeyedHmacSha256(const KeyedHmacSha256&) = delete;
+  KeyedHmacSha256& operator=(const KeyedHmacSha256&) = delete;
+  std::array<std::uint8_t, 32> mac(std::string_view data);
+
+ private:
+  struct Ctx;
+  std::array<std::uint8_t, 32> key_;
+  std::unique_ptr<Ctx> ctx_;  // null when OpenSSL could not make one: each mac() keys afresh
+};
 
 std::uint64_t crc64nvme(std::uint64_t crc, std::span<const std::uint8_t> data);
 

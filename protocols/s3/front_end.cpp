@@ -22,7 +22,6 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 
 namespace weft::s3 {
 
@@ -104,11 +103,13 @@ struct State {
   std::uint64_t id_prefix = 0;
   std::atomic<std::uint64_t> next_id{1};
 
+  // 16 upper-case hex digits.
   std::string request_id() {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llX",
-                  static_cast<unsigned long long>(id_prefix | next_id.fetch_add(1, std::memory_order_relaxed)));
-    return buf;
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    std::uint64_t id = id_prefix | next_id.fetch_add(1, std::memory_order_relaxed);
+    std::string out(16, '0');
+    for (int i = 15; i >= 0; --i, id >>= 4) out[static_cast<std::size_t>(i)] = kHex[id & 15];
+    return out;
   }
 
   void register_metrics(metrics::Registry& reg) {

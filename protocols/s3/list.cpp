@@ -117,7 +117,7 @@ asio::awaitable<Found<Listing>> collect(Service& s, Request& r, ns::Ino bucket, 
       l.etag = "\"" + std::string(kEmptyMd5) + "\"";
     } else {
       auto meta = co_await load_meta(s, r.ctx, it.attr.ino);
-      l.etag = etag_of(meta ? *meta : ObjectMeta{}, it.attr);
+      l.etag = meta ? etag_of(**meta, it.attr) : etag_of(ObjectMeta{}, it.attr);
     }
     out.last = l.key;
     out.last_is_prefix = false;

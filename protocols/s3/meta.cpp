@@ -84,16 +84,18 @@ std::optional<ObjectMeta> ObjectMeta::decode(std::string_view text) {
   return m;
 }
 
-std::optional<ObjectMeta> MetaMemo::decode(ns::Ino ino, std::string_view text) {
-  if (text.size() > kMaxText) return ObjectMeta::decode(text);
-  std::shared_ptr<const Entry> hit;
+MetaRef MetaMemo::decode(ns::Ino ino, std::string_view text) {
+  auto decoded = [](std::string_view t) -> MetaRef {
+    auto m = ObjectMeta::decode(t);
+    return m ? std::make_shared<const ObjectMeta>(std::move(*m)) : nullptr;
+  };
+  if (text.size() > kMaxText) return decoded(text);
   {
     std::lock_guard lock(mu_);
-    if (auto it = entries_.find(ino); it != entries_.end() && it->second->text == text) hit = it->second;
+    if (auto it = entries_.find(ino); it != entries_.end() && it->second->text == text) return it->second->meta;
   }
-  if (hit) return hit->meta;
-  auto entry = std::make_shared<Entry>(Entry{std::string(text), ObjectMeta::decode(text)});
-  std::optional<ObjectMeta> out = entry->meta;
+  auto entry = std::make_shared<Entry>(Entry{std::string(text), decoded(text)});
+  MetaRef out = entry->meta;
   std::lock_guard lock(mu_);
   if (entries_.size() >= kCapacity) entries_.clear();
   entries_[ino] = std::move(entry);
@@ -144,7 +146,14 @@ boost::system::result<ObjectMeta, Error> meta_from_headers(std::span<const http:
 }
 
 std::string etag_of(const ObjectMeta& m, const ns::Attr& a) {
-  if (m.current(a)) return "\"" + m.etag + "\"";
+  if (m.current(a)) {
+    std::string quoted;
+    quoted.reserve(m.etag.size() + 2);
+    quoted += '"';
+    quoted += m.etag;
+    quoted += '"';
+    return quoted;
+  }
   std::string id = std::to_string(a.ino) + "/" + std::to_string(a.generation) + "/" +
                    std::to_string(a.version) + "/" + std::to_string(a.size) + "/" +
                    std::to_string(a.mtime_ns);

@@ -62,13 +62,18 @@ struct ObjectMeta {
   std::optional<std::pair<std::uint64_t, std::uint64_t>> part_range(std::uint32_t n) const;
 };
 
+// Decoded metadata, shared by the requests that read it rather than copied
+// for each (strings and maps).
+using MetaRef = std::shared_ptr<const ObjectMeta>;
+
 // Decoded metadata by inode, so that reads do not parse the same JSON again
 // and again. An entry is used only for exactly the text it was decoded from
 // (decoding is a function of the text alone), so whatever changed the file,
 // through whichever protocol, a changed xattr is decoded afresh.
 class MetaMemo {
  public:
-  std::optional<ObjectMeta> decode(ns::Ino ino, std::string_view text);
+  // Null when the text is not valid metadata.
+  MetaRef decode(ns::Ino ino, std::string_view text);
 
  private:
   // Bounded: past this many inodes the memo starts over. Longer texts
@@ -77,7 +82,7 @@ class MetaMemo {
   static constexpr std::size_t kMaxText = 1024;
   struct Entry {
     std::string text;
-    std::optional<ObjectMeta> meta;
+    MetaRef meta;
   };
   std::mutex mu_;
   std::unordered_map<ns::Ino, std::shared_ptr<const Entry>> entries_;  // guarded by mu_

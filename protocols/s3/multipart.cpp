@@ -205,7 +205,7 @@ asio::awaitable<Outcome> upload_part_copy(Service& s, Request& r) {
   if (!src) co_return src.error();
   auto src_meta = co_await load_meta(s, r.ctx, src->ino);
   if (!src_meta) co_return src_meta.error();
-  if (auto e = check_copy_conditions(r, etag_of(*src_meta, *src), src->mtime_ns / 1000000000)) co_return e;
+  if (auto e = check_copy_conditions(r, etag_of(**src_meta, *src), src->mtime_ns / 1000000000)) co_return e;
   std::uint64_t offset = 0, length = src->size;
   if (const std::string* range = r.header("x-amz-copy-source-range")) {
     auto br = parse_range(*range, src->size);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <iterator>
 
 namespace weft::s3 {
 
@@ -41,7 +42,7 @@ void apply_overrides(const Request& r, std::vector<http::Header>& headers) {
 
 struct Target {
   ns::Attr attr;
-  ObjectMeta meta;
+  MetaRef meta;
   bool marker = false;
 };
 
@@ -55,9 +56,11 @@ asio::awaitable<Found<Target>> find_target(Service& s, Request& r) {
   Target t{*attr, {}, key->marker()};
   if (t.marker) {
     // A folder marker: an empty object.
-    t.meta.content_type = "application/x-directory";
-    t.meta.etag = std::string(kEmptyMd5);
-    t.meta.version = attr->version;
+    ObjectMeta m;
+    m.content_type = "application/x-directory";
+    m.etag = std::string(kEmptyMd5);
+    m.version = attr->version;
+    t.meta = std::make_shared<const ObjectMeta>(std::move(m));
     t.attr.size = 0;
     co_return t;
   }
@@ -76,7 +79,7 @@ struct Plan {
 
 // Conditions, range or part, and the response headers of a GET or HEAD.
 Found<Plan> plan(const Request& r, const Target& t) {
-  const std::string etag = etag_of(t.meta, t.attr);
+  const std::string etag = etag_of(*t.meta, t.attr);
   Plan p;
   if (auto e = check_conditions(r, etag, t.attr.mtime_ns / 1000000000)) {
     e->headers = {{"ETag", etag}, {"Last-Modified", http_date(t.attr.mtime_ns)}};
@@ -93,14 +96,14 @@ Found<Plan> plan(const Request& r, const Target& t) {
     if (ec != std::errc() || end != part->data() + part->size() || n < 1 || n > 10000)
       return Error(Code::InvalidArgument, "Part number must be an integer between 1 and 10000");
     if (range) return Error(Code::InvalidRequest, "Cannot specify both Range header and partNumber");
-    bool multipart = t.meta.current(t.attr) && !t.meta.parts.empty();
+    bool multipart = t.meta->current(t.attr) && !t.meta->parts.empty();
     if (multipart) {
-      auto pr = t.meta.part_range(n);
+      auto pr = t.meta->part_range(n);
       if (!pr) return Code::InvalidPartNumber;
       p.offset = pr->first;
       p.length = pr->second;
       whole = false;
-      p.headers.push_back({"x-amz-mp-parts-count", std::to_string(t.meta.part_count())});
+      p.headers.push_back({"x-amz-mp-parts-count", std::to_string(t.meta->part_count())});
     } else if (n != 1) {
       return Code::InvalidPartNumber;
     }
@@ -125,8 +128,8 @@ Found<Plan> plan(const Request& r, const Target& t) {
                                               std::to_string(size)});
   }
   const std::string* mode = r.header("x-amz-checksum-mode");
-  add_object_headers(p.headers, t.meta, t.attr, whole && mode && *mode == "ENABLED");
-  if (!t.meta.tags.empty()) p.headers.push_back({"x-amz-tagging-count", std::to_string(t.meta.tags.size())});
+  add_object_headers(p.headers, *t.meta, t.attr, whole && mode && *mode == "ENABLED");
+  if (!t.meta->tags.empty()) p.headers.push_back({"x-amz-tagging-count", std::to_string(t.meta->tags.size())});
   apply_overrides(r, p.headers);
   return p;
 }
@@ -135,9 +138,9 @@ Found<Plan> plan(const Request& r, const Target& t) {
 // handle see a version that replaced the file while it was open, so the
 // version is checked after every block: a GET never mixes two versions, it
 // ends short instead (the connection closes and the client retries).
-asio::awaitable<Outcome> stream(Service& s, Request& r, const Target& t, const Plan& p) {
+asio::awaitable<Outcome> stream(Service& s, Request& r, const Target& t, Plan& p) {
   auto headers = r.base_headers();
-  for (const auto& hd : p.headers) headers.push_back(hd);
+  headers.insert(headers.end(), std::make_move_iterator(p.headers.begin()), std::make_move_iterator(p.headers.end()));
   if (p.length <= kSmallObject && t.attr.version != 0 && !t.attr.dirty) {
     // A small sealed object: one read of exactly that version, no handle
     // (opening one costs a trip to the namespace's blocking pool).
@@ -225,7 +228,7 @@ asio::awaitable<Outcome> get_object_tagging(Service& s, Request& r) {
   if (!t) co_return t.error();
   pugi::xml_document doc;
   auto set = xml::start(doc, "Tagging").append_child("TagSet");
-  for (const auto& [k, v] : t->meta.tags) {
+  for (const auto& [k, v] : t->meta->tags) {
     auto tag = set.append_child("Tag");
     xml::add(tag, "Key", k);
     xml::add(tag, "Value", v);
@@ -288,21 +291,21 @@ asio::awaitable<Outcome> get_object_attributes(Service& s, Request& r) {
   if (bad) co_return Error(Code::InvalidArgument, "x-amz-max-parts and x-amz-part-number-marker must be integers");
   auto t = co_await find_target(s, r);
   if (!t) co_return t.error();
-  if (auto e = check_conditions(r, etag_of(t->meta, t->attr), t->attr.mtime_ns / 1000000000)) co_return *e;
+  if (auto e = check_conditions(r, etag_of(*t->meta, t->attr), t->attr.mtime_ns / 1000000000)) co_return *e;
 
   pugi::xml_document doc;
   auto root = xml::start(doc, "GetObjectAttributesResponse");
-  const bool current = t->meta.current(t->attr);
+  const bool current = t->meta->current(t->attr);
   if ((*wanted)[0]) {
-    std::string etag = etag_of(t->meta, t->attr);
+    std::string etag = etag_of(*t->meta, t->attr);
     xml::add(root, "ETag", std::string_view(etag).substr(1, etag.size() - 2));  // unquoted here
   }
-  if ((*wanted)[1] && current && t->meta.checksum) {
-    std::string name = "Checksum" + std::string(checksum_name(t->meta.checksum->first));
-    xml::add(root.append_child("Checksum"), name.c_str(), t->meta.checksum->second);
+  if ((*wanted)[1] && current && t->meta->checksum) {
+    std::string name = "Checksum" + std::string(checksum_name(t->meta->checksum->first));
+    xml::add(root.append_child("Checksum"), name.c_str(), t->meta->checksum->second);
   }
-  if ((*wanted)[2] && current && !t->meta.parts.empty()) {
-    const std::uint32_t total = t->meta.part_count();
+  if ((*wanted)[2] && current && !t->meta->parts.empty()) {
+    const std::uint32_t total = t->meta->part_count();
     auto parts = root.append_child("ObjectParts");
     xml::add(parts, "PartNumberMarker", std::to_string(*marker));
     xml::add(parts, "MaxParts", std::to_string(*max_parts));
@@ -311,7 +314,7 @@ asio::awaitable<Outcome> get_object_attributes(Service& s, Request& r) {
     for (std::uint32_t n = *marker + 1; n <= last; ++n) {
       auto part = parts.append_child("Part");
       xml::add(part, "PartNumber", std::to_string(n));
-      xml::add(part, "Size", std::to_string(t->meta.part_range(n)->second));
+      xml::add(part, "Size", std::to_string(t->meta->part_range(n)->second));
     }
     xml::add(parts, "IsTruncated", last < total ? "true" : "false");
     if (last < total) xml::add(parts, "NextPartNumberMarker", std::to_string(last));

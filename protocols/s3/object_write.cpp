@@ -65,7 +65,7 @@ asio::awaitable<Found<std::pair<ns::Attr, ObjectMeta>>> tagged_object(Service& s
   if (!attr) co_return attr.error();
   auto meta = co_await load_meta(s, r.ctx, attr->ino);
   if (!meta) co_return meta.error();
-  co_return std::make_pair(*attr, std::move(*meta));
+  co_return std::make_pair(*attr, ObjectMeta(**meta));
 }
 
 }  // namespace
@@ -129,12 +129,12 @@ asio::awaitable<Outcome> copy_object(Service& s, Request& r) {
   if (!src_attr) co_return src_attr.error();
   auto src_meta = co_await load_meta(s, r.ctx, src_attr->ino);
   if (!src_meta) co_return src_meta.error();
-  if (auto e = check_copy_conditions(r, etag_of(*src_meta, *src_attr), src_attr->mtime_ns / 1000000000))
+  if (auto e = check_copy_conditions(r, etag_of(**src_meta, *src_attr), src_attr->mtime_ns / 1000000000))
     co_return e;
   auto bucket = co_await find_bucket(s.ns, r.ctx, r.bucket);
   if (!bucket) co_return bucket.error();
 
-  ObjectMeta meta = *src_meta;
+  ObjectMeta meta = **src_meta;
   if (directive == "REPLACE") {
     auto fresh = meta_from_headers(r.head.headers);
     if (!fresh) co_return fresh.error();
@@ -184,7 +184,7 @@ asio::awaitable<Outcome> copy_object(Service& s, Request& r) {
   if (!attr) co_return attr.error();
   auto stored = co_await load_meta(s, r.ctx, attr->ino);
   xml::add(result, "LastModified", iso8601(attr->mtime_ns));
-  xml::add(result, "ETag", stored ? etag_of(*stored, *attr) : std::string());
+  xml::add(result, "ETag", stored ? etag_of(**stored, *attr) : std::string());
   co_await r.send_xml(200, doc);
   co_return std::nullopt;
 }

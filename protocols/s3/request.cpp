@@ -3,6 +3,7 @@
 #include "protocols/s3/keys.hpp"
 #include "protocols/s3/xml.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace weft::s3 {
@@ -41,13 +42,24 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Op::count_)> kOp
 
 // Sub-resources of the S3 API that this front end does not serve: a request
 // naming one is answered NotImplemented instead of being taken for a plain
-// GET or PUT of the bucket or object.
-constexpr std::array<std::string_view, 27> kUnsupported{
-    "accelerate", "acl", "analytics", "cors", "encryption",
-    "intelligent-tiering", "inventory", "legal-hold", "lifecycle", "logging", "metrics",
-    "notification", "object-lock", "ownershipControls", "policy", "policyStatus",
-    "publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
-    "session", "torrent", "website", "tagging", "versioning"};
+// GET or PUT of the bucket or object. Sorted, for a binary search per
+// parameter.
+constexpr auto kUnsupported = [] {
+  std::array<std::string_view, 27> names{
+      "accelerate", "acl", "analytics", "cors", "encryption",
+      "intelligent-tiering", "inventory", "legal-hold", "lifecycle", "logging", "metrics",
+      "notification", "object-lock", "ownershipControls", "policy", "policyStatus",
+      "publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
+      "session", "torrent", "website", "tagging", "versioning"};
+  std::sort(names.begin(), names.end());
+  return names;
+}();
+
+bool names_unsupported(const Request& r) {
+  return std::any_of(r.query.begin(), r.query.end(), [](const sigv4::QueryParam& p) {
+    return std::binary_search(kUnsupported.begin(), kUnsupported.end(), std::string_view(p.name));
+  });
+}
 
 }  // namespace
 
@@ -124,8 +136,8 @@ std::string_view virtual_host_bucket(std::string_view host, std::span<const std:
 Outcome parse_target(Request& r, std::span<const std::string> base_domains) {
   std::string_view target = r.head.target;
   std::size_t q = target.find('?');
-  r.raw_path = std::string(target.substr(0, q));
-  r.raw_query = q == std::string_view::npos ? std::string() : std::string(target.substr(q + 1));
+  r.raw_path = target.substr(0, q);
+  r.raw_query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
   if (r.raw_path.empty() || r.raw_path.front() != '/')
     return Error(Code::InvalidRequest, "The request target must be an absolute path");
   auto path = sigv4::percent_decode(r.raw_path, false);
@@ -160,8 +172,7 @@ Op route(const Request& r) {
       if (r.has("versions")) return Op::list_object_versions;
     }
     if (m == "POST" && r.has("delete")) return Op::delete_objects;
-    for (auto sub : kUnsupported)
-      if (r.has(sub)) return Op::not_implemented;
+    if (names_unsupported(r)) return Op::not_implemented;
     if (m == "GET") {
       const std::string* lt = r.param("list-type");
       return lt && *lt == "2" ? Op::list_objects_v2 : Op::list_objects;
@@ -189,8 +200,7 @@ Op route(const Request& r) {
     if (upload) return Op::complete_multipart_upload;
     return Op::not_implemented;
   }
-  for (auto sub : kUnsupported)
-    if (r.has(sub)) return Op::not_implemented;
+  if (names_unsupported(r)) return Op::not_implemented;
   if (m == "GET") return Op::get_object;
   if (m == "HEAD") return Op::head_object;
   if (m == "PUT") return r.header("x-amz-copy-source") ? Op::copy_object : Op::put_object;

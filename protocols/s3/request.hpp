@@ -82,8 +82,8 @@ struct Request {
 
   http::Exchange& ex;
   const http::RequestHead& head;
-  std::string raw_path;  // as sent, before the '?'
-  std::string raw_query;
+  std::string_view raw_path;  // as sent, before the '?' (views of head.target)
+  std::string_view raw_query;
   std::string path;      // decoded
   std::vector<sigv4::QueryParam> query;
   std::string bucket;

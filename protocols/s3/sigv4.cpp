@@ -112,6 +112,7 @@ std::optional<AuthorizationHeader> parse_authorization(std::string_view text) {
 
 std::optional<std::vector<QueryParam>> parse_query(std::string_view raw) {
   std::vector<QueryParam> out;
+  if (!raw.empty()) out.reserve(static_cast<std::size_t>(std::count(raw.begin(), raw.end(), '&')) + 1);
   while (!raw.empty()) {
     std::size_t amp = raw.find('&');
     std::string_view part = raw.substr(0, amp);
@@ -129,6 +130,11 @@ std::optional<std::vector<QueryParam>> parse_query(std::string_view raw) {
 std::string canonical_request(const CanonicalInput& in) {
   std::string out;
   out.reserve(512);
+  append_canonical_request(out, in);
+  return out;
+}
+
+void append_canonical_request(std::string& out, const CanonicalInput& in) {
   out += in.method;
   out += '\n';
   if (in.path.empty())
@@ -138,13 +144,15 @@ std::string canonical_request(const CanonicalInput& in) {
   out += '\n';
 
   // The encoded parameters, sorted by name then value: encoded into one
-  // buffer and sorted as views of it (a request has a dozen of them).
-  std::string encoded;
+  // buffer and sorted as views of it (a request has a dozen of them). The
+  // buffers are this thread's, kept from call to call.
   struct Param {
     std::size_t name, name_size, value, value_size;
   };
-  std::vector<Param> q;
-  q.reserve(in.query.size());
+  thread_local std::string encoded;
+  thread_local std::vector<Param> q;
+  encoded.clear();
+  q.clear();
   for (const auto& p : in.query) {
     if (in.presigned && p.name == "X-Amz-Signature") continue;
     Param e{encoded.size(), 0, 0, 0};
@@ -188,19 +196,28 @@ std::string canonical_request(const CanonicalInput& in) {
   }
   out += '\n';
   out += in.payload_hash;
-  return out;
 }
 
 std::string string_to_sign(std::string_view amz_date, const Scope& scope,
                            std::string_view canonical_request) {
-  std::string out(kAlgorithm);
+  std::string out;
+  append_string_to_sign(out, amz_date, scope, canonical_request);
+  return out;
+}
+
+void append_string_to_sign(std::string& out, std::string_view amz_date, const Scope& scope,
+                           std::string_view canonical_request) {
+  out += kAlgorithm;
   out += '\n';
   out += amz_date;
   out += '\n';
-  out += scope.str();
-  out += '\n';
-  out += sha256_hex(canonical_request);
-  return out;
+  out += scope.date;
+  out += '/';
+  out += scope.region;
+  out += '/';
+  out += scope.service;
+  out += "/aws4_request\n";
+  append_hex(out, sha256(canonical_request));
 }
 
 Key signing_key(std::string_view secret, const Scope& scope) {

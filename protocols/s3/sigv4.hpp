@@ -82,6 +82,11 @@ struct CanonicalInput {
 std::string canonical_request(const CanonicalInput& in);
 std::string string_to_sign(std::string_view amz_date, const Scope& scope,
                            std::string_view canonical_request);
+// The same, appended to `out`: a caller that verifies every request reuses
+// its buffers.
+void append_canonical_request(std::string& out, const CanonicalInput& in);
+void append_string_to_sign(std::string& out, std::string_view amz_date, const Scope& scope,
+                           std::string_view canonical_request);
 
 using Key = std::array<std::uint8_t, 32>;
 Key signing_key(std::string_view secret, const Scope& scope);

@@ -17,14 +17,15 @@ bool is(const std::error_code& ec, Errc e) { return ec == ns::make_error_code(e)
 
 }  // namespace
 
-asio::awaitable<Found<ObjectMeta>> load_meta(Service& s, const ns::OpContext& ctx, ns::Ino ino) {
+asio::awaitable<Found<MetaRef>> load_meta(Service& s, const ns::OpContext& ctx, ns::Ino ino) {
+  static const MetaRef none = std::make_shared<const ObjectMeta>();
   auto text = co_await s.ns.getxattr(ctx, ino, kMetaXattr);
   if (!text) {
-    if (is(text.error(), Errc::no_attr)) co_return ObjectMeta{};
+    if (is(text.error(), Errc::no_attr)) co_return none;
     co_return from_ns(text.error(), Subject::key);
   }
   auto m = s.meta_memo.decode(ino, *text);
-  co_return m ? std::move(*m) : ObjectMeta{};
+  co_return m ? std::move(m) : none;
 }
 
 asio::awaitable<Found<ns::Attr>> write_object(Service& s, Request& r, const NewObject& obj,

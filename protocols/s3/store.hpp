@@ -36,7 +36,7 @@ struct NewObject {
 
 // The object's stored metadata; defaults for a file without any (written
 // by another protocol). AccessDenied when the caller may not read the file.
-boost::asio::awaitable<Found<ObjectMeta>> load_meta(Service& s, const ns::OpContext& ctx, ns::Ino ino);
+boost::asio::awaitable<Found<MetaRef>> load_meta(Service& s, const ns::OpContext& ctx, ns::Ino ino);
 
 // Returns the committed file's attributes.
 boost::asio::awaitable<Found<ns::Attr>> write_object(Service& s, Request& r, const NewObject& obj,

@@ -293,6 +293,46 @@ TEST_CASE("a silent client is timed out") {
   }
 }
 
+TEST_CASE("a client that stops mid-body, or idles after a response, is timed out") {
+  for (bool tls : {false, true}) {
+    CAPTURE(tls);
+    http::Options o;
+    o.read_timeout = std::chrono::milliseconds(200);
+    o.idle_timeout = std::chrono::milliseconds(200);
+    Running r(o, tls);
+    {
+      Client c(r.port(), tls);
+      c.send("PUT /part HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789");
+      auto started = std::chrono::steady_clock::now();
+      CHECK(c.read_all().find("200 OK") == std::string::npos);
+      CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
+    }
+    Client c(r.port(), tls);
+    c.send("GET /once HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto started = std::chrono::steady_clock::now();
+    std::string out = c.read_all();
+    CHECK(count(out, "GET /once") == 1);
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
+  }
+}
+
+TEST_CASE("the timeouts bound reads and writes, not a handler's work between them") {
+  for (bool tls : {false, true}) {
+    CAPTURE(tls);
+    http::Options o;
+    o.read_timeout = std::chrono::milliseconds(100);
+    o.idle_timeout = std::chrono::milliseconds(100);
+    o.write_timeout = std::chrono::milliseconds(100);
+    Running r(o, tls);
+    Client c(r.port(), tls);
+    // "/slow" waits 300 ms after the head and before reading the body.
+    c.send("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbody");
+    std::string out = c.read_all();
+    CHECK(out.find("200 OK") != std::string::npos);
+    CHECK(out.find("POST /slow body") != std::string::npos);
+  }
+}
+
 TEST_CASE("stop lets the request in flight finish and closes idle connections") {
   for (bool tls : {false, true}) {
     CAPTURE(tls);
