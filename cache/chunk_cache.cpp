@@ -23,6 +23,10 @@ namespace {
 
 using Channel = asio::experimental::concurrent_channel<void(boost::system::error_code)>;
 
+// Fetched::named: names kept, one per this many bytes of budget, at least kMinNames.
+constexpr std::uint64_t kBytesPerName = 64 << 10;
+constexpr std::size_t kMinNames = 4096;
+
 Digest sha256(std::string_view bytes) {
   Digest d;
   SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), d.data());
@@ -64,7 +68,9 @@ struct ChunkCache::Flight {
   std::vector<std::shared_ptr<Channel>> waiters;
 };
 
-ChunkCache::ChunkCache(ChunkCacheOptions options) : options_(std::move(options)) {}
+ChunkCache::ChunkCache(ChunkCacheOptions options)
+    : options_(std::move(options)),
+      max_names_(std::max<std::size_t>(kMinNames, (options_.ram_bytes + options_.ssd_bytes) / kBytesPerName)) {}
 ChunkCache::~ChunkCache() = default;
 
 Result<std::unique_ptr<ChunkCache>> ChunkCache::open(ChunkCacheOptions options) {
@@ -226,8 +232,14 @@ Bytes ChunkCache::get(const Digest& d) {
   return bytes;
 }
 
-ChunkCache::Held ChunkCache::holds(const Digest& d) const {
+const Digest& ChunkCache::resolve(const Digest& d) const {
+  auto it = names_.find(d);
+  return it == names_.end() ? d : it->second;
+}
+
+ChunkCache::Held ChunkCache::holds(const Digest& name) const {
   std::lock_guard lock(mu_);
+  const Digest& d = resolve(name);
   if (ram_.index.contains(d)) return Held::ram;
   if (ssd_.index.contains(d)) return Held::ssd;
   return Held::no;
@@ -246,7 +258,12 @@ bool ChunkCache::put(const Digest& d, std::string bytes) {
 }
 
 asio::awaitable<Result<Bytes>> ChunkCache::get_or_fetch(const Digest& d, Fetch fetch, Fetched fetched_as) {
-  if (Bytes hit = get(d)) co_return hit;
+  Digest content = d;
+  if (fetched_as == Fetched::named) {
+    std::lock_guard lock(mu_);
+    content = resolve(d);
+  }
+  if (Bytes hit = get(content)) co_return hit;
   std::shared_ptr<Flight> flight;
   std::shared_ptr<Channel> wait;
   {
@@ -271,11 +288,16 @@ asio::awaitable<Result<Bytes>> ChunkCache::get_or_fetch(const Digest& d, Fetch f
   std::vector<std::pair<Digest, Bytes>> victims;
   if (!fetched) {
     result = fetched.error();
-  } else if (fetched_as == Fetched::checked || sha256(*fetched) == d) {
+  } else if (fetched_as != Fetched::unchecked || sha256(*fetched) == d) {
+    content = fetched_as == Fetched::named ? sha256(*fetched) : d;
     auto bytes = std::make_shared<const std::string>(std::move(*fetched));
     result = bytes;
     std::lock_guard lock(mu_);
-    victims = insert_ram(d, std::move(bytes));
+    if (content != d) {
+      if (names_.size() >= max_names_) names_.clear();
+      names_[d] = content;
+    }
+    victims = insert_ram(content, std::move(bytes));
   }
   std::vector<std::shared_ptr<Channel>> waiters;
   {

@@ -63,8 +63,8 @@ class ChunkCache {
 
   // A cached chunk (RAM, else SSD, then promoted to RAM), or null.
   Bytes get(const Digest& digest);
-  // Which tier holds a chunk, without reading it (an SSD file may still turn
-  // out damaged when read).
+  // Which tier holds a chunk, or the content a name stands for, without
+  // reading it (an SSD file may still turn out damaged when read).
   enum class Held { no, ram, ssd };
   Held holds(const Digest& digest) const;
   // Stores a chunk; false (nothing stored) when bytes do not match digest.
@@ -75,7 +75,21 @@ class ChunkCache {
   using Fetch = std::function<boost::asio::awaitable<Result<std::string>>()>;
   // `checked`: the fetch verifies what it returns against the digest (the
   // hub client checks every chunk it receives), so it is not hashed twice.
-  enum class Fetched { unchecked, checked };
+  // `named`: the digest names the bytes without being their hash (a
+  // connector's byte range of one version, backend/connectors/remote.hpp);
+  // what is fetched is stored under its content's SHA-256, and the name
+  // remembered as that content (get() and holds() follow it).
+  //
+  // Named content is hashed after the fetch rather than stored under its
+  // name unchecked: the SSD tier checks every file it reads back against
+  // its digest (a name would fail and be dropped as damaged), content
+  // addressing keeps deduplicating (a range equal to any cached chunk is
+  // stored once), and SHA-256 of a 1 MiB range costs far less than its
+  // fetch. Integrity against the remote is its version check (a range is
+  // read with the version token its name carries). The names are kept in
+  // memory, one per 64 KiB of the tiers' budgets; a name forgotten is
+  // fetched again. (get() takes digests only.)
+  enum class Fetched { unchecked, checked, named };
   boost::asio::awaitable<Result<Bytes>> get_or_fetch(const Digest& digest, Fetch fetch,
                                                      Fetched fetched = Fetched::unchecked);
 
@@ -108,6 +122,12 @@ class ChunkCache {
   mutable std::mutex mu_;
   Tier ram_, ssd_;  // guarded by mu_
   std::map<Digest, std::shared_ptr<Flight>> flights_;  // guarded by mu_
+  // Fetched::named: name -> the content's digest, at most max_names_
+  // (then forgotten all at once, like a mount's metadata).
+  std::map<Digest, Digest> names_;  // guarded by mu_
+  std::size_t max_names_ = 0;
+  // With mu_ held: the digest a name stands for (itself when not a name).
+  const Digest& resolve(const Digest& d) const;
   ChunkCacheStats stats_;  // counters guarded by mu_
 };
 

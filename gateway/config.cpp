@@ -358,18 +358,171 @@ void spoke_credentials(std::string_view key, const std::string& file, ns::SpokeM
 }
 
 constexpr std::array<std::string_view, 2> kSpokeModes{"strict", "available"};
+constexpr std::array<std::string_view, 3> kConnectors{"s3", "nfs", "smb"};
+
+// A connector's keys besides those of every spoke ("local", "connector",
+// "credentials", "mode", "read_only", "interval_s"): those of its kind
+// (the first ones required), and the required credentials' fields.
+struct ConnectorKeys {
+  std::string_view kind;
+  std::vector<std::string_view> required, optional;
+  std::array<std::string_view, 2> credentials;  // none: empty
+};
+const std::array<ConnectorKeys, 3> kConnectorKeys{{
+    {"s3", {"endpoint", "bucket"}, {"prefix", "region", "ca_file"}, {"access_key_id", "secret_access_key"}},
+    {"nfs", {"url"}, {"uid", "gid"}, {}},
+    {"smb", {"server", "share"}, {"path", "workgroup"}, {"user", "password"}},
+}};
+
+// "http(s)://HOST[:PORT]": an S3 connector's endpoint.
+std::string connector_endpoint(std::string_view key, std::string_view url) {
+  std::string_view rest = url;
+  const bool tls = rest.starts_with("https://");
+  bool ok = tls || rest.starts_with("http://");
+  if (ok) {
+    rest.remove_prefix(tls ? 8 : 7);
+    while (rest.ends_with('/')) rest.remove_suffix(1);
+    const auto colon = rest.rfind(':');
+    const std::string_view port = colon == std::string_view::npos ? std::string_view("1") : rest.substr(colon + 1);
+    ok = !rest.empty() && colon != 0 && rest.find_first_of("/@ ") == std::string_view::npos && !port.empty() &&
+         port.size() <= 5 && std::all_of(port.begin(), port.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) &&
+         std::stoul(std::string(port)) > 0 && std::stoul(std::string(port)) <= 65535;
+  }
+  if (!ok) fail(key, "bad endpoint " + in_quotes(url) + " (expected http://HOST[:PORT] or https://HOST[:PORT])");
+  return (tls ? "https://" : "http://") + std::string(rest);
+}
+
+// A file that must be readable at start (certificates).
+std::string readable_file(std::string_view key, const json& v) {
+  std::string file = string_of(key, v);
+  if (!std::ifstream(file, std::ios::binary)) fail(key, "cannot read " + in_quotes(file) + ": " + std::strerror(errno));
+  return file;
+}
+
+// A connector's credentials file: a JSON object with the fields its kind
+// needs (S3: access_key_id and secret_access_key, as a weft's
+// credentials.json has them; SMB: user and password).
+void connector_credentials(std::string_view key, const std::string& file, const ConnectorKeys& kind,
+                           ns::SpokeMount& m) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail(key, "cannot read " + in_quotes(file) + ": " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  json doc = json::parse(text.str(), nullptr, false);
+  auto field = [&](std::string_view name) -> std::string {
+    const std::string n(name);
+    if (!doc.is_object() || !doc.contains(n) || !doc[n].is_string() || doc[n].get<std::string>().empty()) {
+      fail(key, in_quotes(file) + " is not " + std::string(kind.kind) + " credentials (expected a JSON object with \"" +
+                    std::string(kind.credentials[0]) + "\" and \"" + std::string(kind.credentials[1]) + "\")");
+    }
+    return doc[n].get<std::string>();
+  };
+  m.user = field(kind.credentials[0]);
+  m.password = field(kind.credentials[1]);
+}
+
+// A mount of an existing system (backend/connectors): its keys checked
+// against its kind's, and `hub_url` naming the source.
+void apply_connector(const std::string& at, const json& entry, ns::SpokeMount& m) {
+  const std::string kind_name = one_of(at + ".connector", entry["connector"], kConnectors);
+  const ConnectorKeys& kind = *std::find_if(kConnectorKeys.begin(), kConnectorKeys.end(),
+                                            [&](const ConnectorKeys& k) { return k.kind == kind_name; });
+  ns::SpokeConnector& c = m.connector.emplace();
+  c.kind = kind_name == "s3" ? ns::SpokeConnector::Kind::s3
+           : kind_name == "nfs" ? ns::SpokeConnector::Kind::nfs
+                                : ns::SpokeConnector::Kind::smb;
+  std::string needs;
+  for (std::string_view r : kind.required) {
+    if (!entry.contains(std::string(r))) needs += std::string(needs.empty() ? "" : ", ") + "\"" + std::string(r) + "\"";
+  }
+  const bool has_credentials = entry.contains("credentials");
+  if (!kind.credentials[0].empty() && !has_credentials) needs += std::string(needs.empty() ? "" : ", ") + "\"credentials\"";
+  if (!needs.empty()) fail(at, "a connector " + kind_name + " mount needs " + needs);
+  for (const auto& [name, v] : entry.items()) {
+    const std::string key = at + "." + name;
+    if (name == "hub" || name == "remote") fail(key, "a connector mount has no hub (it serves the " + kind_name + " source)");
+    if (name == "local" || name == "connector" || name == "mode") continue;
+    const bool own = std::find(kind.required.begin(), kind.required.end(), name) != kind.required.end() ||
+                     std::find(kind.optional.begin(), kind.optional.end(), name) != kind.optional.end();
+    if (name == "credentials") {
+      if (kind.credentials[0].empty()) fail(key, "an nfs connector has no credentials (AUTH_SYS: \"uid\" and \"gid\")");
+      connector_credentials(key, string_of(key, v), kind, m);
+    } else if (name == "read_only") {
+      c.read_only = boolean_of(key, v);
+    } else if (name == "interval_s") {
+      c.interval = std::chrono::seconds(integer_of(key, v, 1, 86400));
+    } else if (!own) {
+      std::string expected;
+      for (const auto* list : {&kind.required, &kind.optional})
+        for (std::string_view k : *list) expected += std::string(expected.empty() ? "" : ", ") + std::string(k);
+      fail(key, "not a key of an " + kind_name + " connector (its keys: " + expected +
+                    ", credentials, read_only, interval_s)");
+    } else if (name == "endpoint") {
+      c.endpoint = connector_endpoint(key, string_of(key, v));
+    } else if (name == "bucket") {
+      c.bucket = string_of(key, v);
+      if (c.bucket.size() < 3 || c.bucket.size() > 63 ||
+          c.bucket.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") != std::string::npos) {
+        fail(key, "bad bucket name " + in_quotes(c.bucket) + " (expected 3 to 63 of a-z 0-9 . -)");
+      }
+    } else if (name == "prefix") {
+      c.prefix = spoke_path(key, string_of(key, v), "expected a path in the bucket");
+    } else if (name == "region") {
+      c.region = string_of(key, v);
+      check_region(key, c.region);
+    } else if (name == "ca_file") {
+      c.ca_file = readable_file(key, v);
+    } else if (name == "url") {
+      c.url = string_of(key, v);
+      const std::string_view rest = std::string_view(c.url).substr(std::min<std::size_t>(c.url.size(), 6));
+      if (!c.url.starts_with("nfs://") || rest.empty() || rest.front() == '/' || rest.find('/') == std::string_view::npos) {
+        fail(key, "bad NFS URL " + in_quotes(c.url) + " (expected nfs://HOST/EXPORT[/DIR][?version=3&...])");
+      }
+    } else if (name == "uid" || name == "gid") {
+      (name == "uid" ? c.uid : c.gid) = static_cast<std::uint32_t>(integer_of(key, v, 0, 0xffffffffu));
+    } else if (name == "server") {
+      c.server = string_of(key, v);
+      if (c.server.find_first_of("/\\@ ") != std::string::npos) {
+        fail(key, "bad SMB server " + in_quotes(c.server) + " (expected HOST or HOST:PORT)");
+      }
+    } else if (name == "share") {
+      c.share = string_of(key, v);
+      if (c.share.find_first_of("/\\") != std::string::npos) fail(key, "bad share name " + in_quotes(c.share));
+    } else if (name == "path") {
+      c.path = spoke_path(key, string_of(key, v), "expected a path in the share");
+    } else {
+      c.workgroup = string_of(key, v);
+    }
+  }
+  switch (c.kind) {
+    case ns::SpokeConnector::Kind::s3:
+      m.hub_url = "s3:" + c.endpoint + "/" + c.bucket + (c.prefix.empty() ? "" : "/" + c.prefix);
+      break;
+    case ns::SpokeConnector::Kind::nfs: m.hub_url = c.url; break;
+    case ns::SpokeConnector::Kind::smb:
+      m.hub_url = "smb://" + c.server + "/" + c.share + (c.path.empty() ? "" : "/" + c.path);
+      break;
+  }
+}
 
 void apply_spokes(Config& c, const json& list) {
   if (!list.is_array()) fail("spokes", "expected an array, got " + std::string(json_type(list)));
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string at = "spokes[" + std::to_string(i) + "]";
     ns::SpokeMount m;
+    const bool connector = list[i].is_object() && list[i].contains("connector");
     bool has_local = false, has_hub = false, has_remote = false, has_credentials = false;
-    members(at, list[i], {"local", "hub", "remote", "credentials", "mode"},
+    members(at, list[i],
+            {"local", "hub", "remote", "credentials", "mode", "connector", "endpoint", "bucket", "prefix", "region",
+             "ca_file", "url", "uid", "gid", "server", "share", "path", "workgroup", "read_only", "interval_s"},
             [&](std::string_view name, const std::string& key, const json& v) {
               if (name == "local") {
                 m.local = "/" + spoke_path(key, string_of(key, v), "expected a directory below the root");
                 has_local = true;
+              } else if (name == "mode") {
+                m.strict = one_of(key, v, kSpokeModes) == "strict";
+              } else if (connector) {
+                return;  // apply_connector's
               } else if (name == "hub") {
                 m.hub_url = spoke_hub(key, string_of(key, v));
                 has_hub = true;
@@ -380,10 +533,13 @@ void apply_spokes(Config& c, const json& list) {
                 spoke_credentials(key, string_of(key, v), m);
                 has_credentials = true;
               } else {
-                m.strict = one_of(key, v, kSpokeModes) == "strict";
+                fail(key, "only a connector mount has this key (\"connector\": s3, nfs or smb)");
               }
             });
-    if (!has_local || !has_hub || !has_remote || !has_credentials) {
+    if (connector) {
+      if (!has_local) fail(at, "needs \"local\"");
+      apply_connector(at, list[i], m);
+    } else if (!has_local || !has_hub || !has_remote || !has_credentials) {
       fail(at, "needs \"local\", \"hub\", \"remote\" and \"credentials\"");
     }
     c.spokes.push_back(std::move(m));

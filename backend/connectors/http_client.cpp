@@ -83,6 +83,7 @@ struct HttpClient::Impl {
 
   std::mutex mu;
   std::vector<std::unique_ptr<Connection>> idle;  // guarded by mu
+  bool closed = false;                             // guarded by mu
 
   std::unique_ptr<Connection> take_idle() {
     std::lock_guard lock(mu);
@@ -93,7 +94,7 @@ struct HttpClient::Impl {
   }
   void give_back(std::unique_ptr<Connection> c) {
     std::lock_guard lock(mu);
-    if (idle.size() < options.connections) idle.push_back(std::move(c));
+    if (!closed && idle.size() < options.connections) idle.push_back(std::move(c));
   }
 
   asio::awaitable<Result<std::unique_ptr<Connection>>> connect() {
@@ -175,6 +176,13 @@ HttpClient::HttpClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpClient::~HttpClient() = default;
 
 const std::string& HttpClient::host() const { return impl_->host_header; }
+
+void HttpClient::close() {
+  std::vector<std::unique_ptr<Connection>> dropped;
+  std::lock_guard lock(impl_->mu);
+  impl_->closed = true;
+  dropped.swap(impl_->idle);
+}
 
 asio::awaitable<Result<HttpResponse>> HttpClient::send(HttpRequest request, bool idempotent) {
   const auto impl = impl_;

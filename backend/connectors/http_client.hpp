@@ -59,6 +59,9 @@ class HttpClient {
   // The Host header every request carries ("host" or "host:port").
   const std::string& host() const;
   boost::asio::awaitable<Result<HttpResponse>> send(HttpRequest request, bool idempotent);
+  // Closes the idle connections and keeps none from then on (each request
+  // then has a connection of its own).
+  void close();
 
   struct Impl;
 

@@ -63,8 +63,11 @@ Error nfs_error(nfs_context* nfs, int rc, std::string_view what) {
   if (detail && *detail) message += " (" + std::string(detail) + ")";
   Errc code = errc_of_errno(-rc);
   // libnfs reports a failed RPC (the connection, not the server's answer)
-  // as EFAULT or EIO with an RPC message.
-  if ((rc == -EFAULT || rc == -EIO) && detail && std::strstr(detail, "RPC")) code = Errc::unavailable;
+  // as EFAULT or EIO with an RPC message, and a connection the server
+  // closed (it stopped) as EIO from nfs_service: either way the session's
+  // connection is gone, and the next call must connect again.
+  if ((rc == -EFAULT || rc == -EIO) && detail && (std::strstr(detail, "RPC") || std::strstr(detail, "nfs_service")))
+    code = Errc::unavailable;
   return failure(code, std::move(message));
 }
 

@@ -113,7 +113,9 @@ void Poller::watch(std::string dir, std::optional<std::vector<Entry>> baseline) 
   std::shared_ptr<const std::vector<Entry>> listing;
   if (baseline) listing = std::make_shared<const std::vector<Entry>>(std::move(*baseline));
   std::lock_guard lock(impl_->mu);
-  impl_->dirs[std::move(dir)] = Impl::Watch{impl_->next_generation++, std::move(listing)};
+  auto [it, fresh] = impl_->dirs.try_emplace(std::move(dir));
+  if (!fresh && (it->second.listing || !listing)) return;
+  it->second = Impl::Watch{impl_->next_generation++, std::move(listing)};
 }
 
 void Poller::unwatch(const std::string& dir) {
@@ -172,7 +174,7 @@ asio::awaitable<void> Poller::run(std::function<void(const PollResult&)> on_poll
     auto op = poll();
     const PollResult result = co_await std::move(op);
     if (impl->stopped) break;
-    if (!result.changes.empty() || !result.failed.empty()) on_poll(result);
+    on_poll(result);
     timer.expires_after(impl->options.interval);
     auto wait = timer.async_wait(asio::as_tuple(asio::use_awaitable)) ||
                 impl->wake.async_receive(asio::as_tuple(asio::use_awaitable));

@@ -6,6 +6,9 @@
 // Contract:
 //  - A directory's first listing is its baseline and reports nothing,
 //    unless watch() was given one (the listing the caller already serves).
+//    watch() of a directory watched already keeps the baseline it has (an
+//    older baseline reports what changed since, so nothing is missed); a
+//    given one is taken only where none was listed yet.
 //  - A watched directory that disappears reports its entries as removed
 //    and stays watched (its entries are reported as created if it returns).
 //  - Changes inside a subdirectory are reported only if it is watched too;
@@ -62,7 +65,8 @@ class Poller {
   // Lists every watched directory once.
   boost::asio::awaitable<PollResult> poll();
   // Polls every interval until stop(); each poll's result goes to
-  // `on_poll` (changes and failures both; nothing when neither).
+  // `on_poll`, an empty one too (a poll that failed nowhere: the source
+  // answers).
   boost::asio::awaitable<void> run(std::function<void(const PollResult&)> on_poll);
   void stop();
 

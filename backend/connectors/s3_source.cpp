@@ -288,6 +288,8 @@ class S3Source final : public Source {
     co_return co_await std::move(op_delete_key);
   }
 
+  void close() override { http_->close(); }
+
  private:
   std::string key_of(std::string_view path) const {
     if (o_.prefix.empty()) return std::string(path);

@@ -103,6 +103,12 @@ class Source {
   virtual boost::asio::awaitable<Status> mkdir(std::string path) = 0;
   // Replaces a file at `to`.
   virtual boost::asio::awaitable<Status> rename(std::string from, std::string to) = 0;
+
+  // Drops the connections kept for reuse and keeps none from then on
+  // (calls still work). Call before the executor's io_context goes away: a
+  // socket must not outlive it. (NFS and SMB connections live on threads
+  // of their own, with nothing to drop here.)
+  virtual void close() {}
 };
 
 // Errc::invalid unless `path` is a path as the contract above defines it.

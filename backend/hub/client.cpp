@@ -1,5 +1,6 @@
 #include "backend/hub/client.hpp"
 
+#include "backend/hub/feed.hpp"
 #include "gateway/text/percent.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -581,6 +582,18 @@ asio::awaitable<Result<std::pair<std::string, Attr>>> Client::readlink(std::stri
   if (!j->value.contains("target") || !j->value["target"].is_string())
     co_return failure(Error::Kind::protocol, "the hub's readlink answer lacks target");
   co_return std::pair{j->value["target"].get<std::string>(), *a};
+}
+
+Result<std::shared_ptr<ChangeFeed>> Client::subscribe(asio::any_io_executor executor, std::uint64_t after,
+                                                      OnChanges on_changes, OnState on_state) {
+  FeedOptions fo;
+  fo.client = impl_->opt;
+  fo.after = after;
+  fo.on_changes = std::move(on_changes);
+  fo.on_state = std::move(on_state);
+  auto feed = Feed::start(std::move(executor), std::move(fo));
+  if (!feed) return feed.error();
+  return std::shared_ptr<ChangeFeed>(std::move(*feed));
 }
 
 }  // namespace weft::hub

@@ -16,7 +16,7 @@
 //    wrong bytes are never returned.
 #pragma once
 
-#include "gateway/hub_wire/wire.hpp"
+#include "backend/hub/remote.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -31,25 +31,6 @@
 
 namespace weft::hub {
 
-struct Error {
-  enum class Kind {
-    unavailable,  // connecting or the connection failed: the hub is unreachable
-    timed_out,    // no answer within the timeout
-    refused,      // the hub answered with an error (status, code, message)
-    protocol,     // the answer is malformed (bad JSON, bad frames, wrong chunks)
-  };
-  Kind kind = Kind::unavailable;
-  unsigned status = 0;   // refused: the HTTP status
-  std::string code;      // refused: the hub's error code ("conflict", "residency_denied", ...)
-  std::string message;
-  std::string body;      // refused: the whole JSON answer (a conflict's "current", ...)
-};
-
-template <class T>
-using Result = boost::system::result<T, Error>;
-// Found by argument-dependent lookup when Result<T>::value() fails.
-[[noreturn]] void throw_exception_from_error(const Error& e, const boost::source_location& loc);
-
 struct ClientOptions {
   std::string url;  // "http://HOST:PORT" (the hub's REST address)
   std::string user, password;  // Basic credentials, or
@@ -60,111 +41,59 @@ struct ClientOptions {
   std::uint64_t batch_bytes = 4ull << 20;  // logical chunk bytes per request
 };
 
-struct Attr {
-  wire::FileAttr attr;
-  std::uint64_t last_change = 0;
-};
-
-struct Listing {
-  std::vector<std::pair<std::string, wire::FileAttr>> entries;
-  std::uint64_t cookie = 0;
-  bool eof = false;
-  std::uint64_t last_change = 0;
-};
-
-// One chunk of a commit: its bytes, or (bytes empty, length set) a
-// reference to a chunk the hub holds.
-struct CommitChunk {
-  wire::Digest digest{};
-  std::uint32_t length = 0;
-  std::string bytes;
-};
-
-// One answer of manifests(): a file's attributes and the manifest of its
-// newest version, or the hub's refusal of that name alone.
-struct NamedManifest {
-  std::string name;
-  std::optional<Error> error;
-  wire::FileAttr attr;
-  wire::Manifest manifest;
-};
-
-struct Manifests {
-  std::vector<NamedManifest> entries;  // in the order asked
-  std::uint64_t last_change = 0;
-};
-
-// Chunks of one file of a directory, for fetch_files().
-struct FileChunks {
-  std::string name;
-  std::uint64_t version = 0;
-  std::vector<wire::ChunkRef> chunks;
-};
-
-// The fields a setattr changes; absent ones stay.
-struct SetAttrs {
-  std::optional<std::uint32_t> mode, uid, gid;
-  std::optional<std::uint64_t> size;  // truncates or extends: a new version
-  std::optional<std::int64_t> mtime_ns, atime_ns;  // not negative
-};
-
-struct Stats {
-  std::uint64_t requests = 0;
-  std::uint64_t wire_bytes_in = 0;     // response bodies as received
-  std::uint64_t chunk_wire_bytes_in = 0;  // of which chunk frames (set against logical_bytes_in)
-  std::uint64_t logical_bytes_in = 0;  // chunk bytes after decompression
-  std::uint64_t wire_bytes_out = 0;    // request bodies sent
-};
-
-class Client {
+class Client final : public Remote {
  public:
   // Parses the URL; connects lazily. Errors: a malformed URL (protocol).
   static Result<std::unique_ptr<Client>> create(boost::asio::any_io_executor executor, ClientOptions options);
-  ~Client();
+  ~Client() override;
 
-  boost::asio::awaitable<Result<std::uint64_t>> last_change();  // GET info
-  boost::asio::awaitable<Result<Attr>> attr(std::string path);
-  boost::asio::awaitable<Result<Listing>> list(std::string path, std::uint64_t cookie, std::size_t limit);
+  boost::asio::awaitable<Result<std::uint64_t>> last_change() override;  // GET info
+  boost::asio::awaitable<Result<Attr>> attr(std::string path) override;
+  boost::asio::awaitable<Result<Listing>> list(std::string path, std::uint64_t cookie, std::size_t limit) override;
   // version 0: the current one.
-  boost::asio::awaitable<Result<wire::Manifest>> manifest(std::string path, std::uint64_t version);
+  boost::asio::awaitable<Result<wire::Manifest>> manifest(std::string path, std::uint64_t version) override;
   // The newest manifests of files `names` of directory `dir`, in one request
   // (at most kMaxManifests names).
-  static constexpr std::size_t kMaxManifests = 1000;
-  boost::asio::awaitable<Result<Manifests>> manifests(std::string dir, std::vector<std::string> names);
+  boost::asio::awaitable<Result<Manifests>> manifests(std::string dir, std::vector<std::string> names) override;
   // The chunks' bytes in the order asked, fetched in batches of about
   // batch_bytes over up to `connections` connections at once.
   boost::asio::awaitable<Result<std::vector<std::string>>> fetch(std::string path, std::uint64_t version,
-                                                                 std::vector<wire::ChunkRef> chunks);
+                                                                 std::vector<wire::ChunkRef> chunks) override;
   // The chunks of several files of directory `dir`, file by file in the
   // order asked, fetched as fetch() does; a batch may span files (many
   // small files cost few requests).
-  boost::asio::awaitable<Result<std::vector<std::string>>> fetch_files(std::string dir, std::vector<FileChunks> files);
+  boost::asio::awaitable<Result<std::vector<std::string>>> fetch_files(std::string dir, std::vector<FileChunks> files) override;
   // For each digest, whether the hub lacks it (asked in requests of at most
   // the hub's 32768 digests).
-  boost::asio::awaitable<Result<std::vector<bool>>> missing(std::vector<wire::Digest> digests);
+  boost::asio::awaitable<Result<std::vector<bool>>> missing(std::vector<wire::Digest> digests) override;
   // A new version of `path` unless it changed since (base_ino, base_version);
   // (0, 0): a new file. Error code "conflict" or "missing_chunks" (body says which).
   // `chunks` is read when the call is awaited: keep it alive until then (a
   // caller that resends after missing_chunks keeps its one copy).
   boost::asio::awaitable<Result<Attr>> commit(std::string path, std::uint64_t base_ino,
                                               std::uint64_t base_version, std::uint32_t mode,
-                                              const std::vector<CommitChunk>& chunks);
-  boost::asio::awaitable<Result<Attr>> mkdir(std::string path, std::uint32_t mode);
-  boost::asio::awaitable<Result<Attr>> create(std::string path, std::uint32_t mode, bool exclusive);
-  boost::asio::awaitable<Result<std::uint64_t>> remove(std::string path);
-  boost::asio::awaitable<Result<std::uint64_t>> rmdir(std::string path);
-  boost::asio::awaitable<Result<Attr>> rename(std::string from, std::string to, bool no_replace);
-  boost::asio::awaitable<Result<Attr>> symlink(std::string path, std::string target);
-  boost::asio::awaitable<Result<Attr>> setattr(std::string path, SetAttrs changes);
+                                              const std::vector<CommitChunk>& chunks) override;
+  boost::asio::awaitable<Result<Attr>> mkdir(std::string path, std::uint32_t mode) override;
+  boost::asio::awaitable<Result<Attr>> create(std::string path, std::uint32_t mode, bool exclusive) override;
+  boost::asio::awaitable<Result<std::uint64_t>> remove(std::string path) override;
+  boost::asio::awaitable<Result<std::uint64_t>> rmdir(std::string path) override;
+  boost::asio::awaitable<Result<Attr>> rename(std::string from, std::string to, bool no_replace) override;
+  boost::asio::awaitable<Result<Attr>> symlink(std::string path, std::string target) override;
+  boost::asio::awaitable<Result<Attr>> setattr(std::string path, SetAttrs changes) override;
   // The link's content, with its attributes.
-  boost::asio::awaitable<Result<std::pair<std::string, Attr>>> readlink(std::string path);
+  boost::asio::awaitable<Result<std::pair<std::string, Attr>>> readlink(std::string path) override;
 
-  // Closes the idle connections and keeps none from then on (calls still
-  // work, each on a connection of its own). Call before the executor's
-  // io_context goes away: a socket must not outlive it.
-  void close();
+  // The hub's change feed (feed.hpp), with this client's URL and credentials.
+  Result<std::shared_ptr<ChangeFeed>> subscribe(boost::asio::any_io_executor executor, std::uint64_t after,
+                                                OnChanges on_changes, OnState on_state) override;
+  // Chunks are named by their SHA-256, which fetch() checks.
+  ChunkNames chunk_names() const override { return ChunkNames::verified; }
+  // The feed pushes every change: nothing is polled.
+  std::optional<std::chrono::milliseconds> poll_interval() const override { return std::nullopt; }
 
-  Stats stats() const;
+  void close() override;
+
+  Stats stats() const override;
   const ClientOptions& options() const;
 
   struct Impl;

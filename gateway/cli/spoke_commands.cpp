@@ -24,10 +24,14 @@ int spokes_list(Session& s) {
   std::printf("%-20s %-12s %-9s %6s %10s %10s %8s %s\n", "MOUNT", "STATE", "MODE", "LAG", "WIRE", "FETCHED", "HITS",
               "HUB");
   for (const auto& m : (*j)["spokes"]) {
-    const std::string hub = m.value("hub", "") + "/" + m.value("remote", "");
-    std::printf("%-20s %-12s %-9s %6llu %10s %10s %8llu %s\n", m.value("local", "").c_str(),
-                m.value("state", "").c_str(), m.value("mode", "").c_str(),
-                static_cast<unsigned long long>(number(m, "feed", "lag")),
+    // A connector's source has no change log: it lags by up to a poll interval.
+    const bool polled = m.contains("connector");
+    const std::string hub = polled ? m.value("connector", "") + " " + m.value("hub", "")
+                                   : m.value("hub", "") + "/" + m.value("remote", "");
+    const std::string lag = polled ? "<=" + std::to_string(number(m, "feed", "poll_interval_ms") / 1000) + "s"
+                                   : std::to_string(number(m, "feed", "lag"));
+    std::printf("%-20s %-12s %-9s %6s %10s %10s %8llu %s\n", m.value("local", "").c_str(),
+                m.value("state", "").c_str(), m.value("mode", "").c_str(), lag.c_str(),
                 human_bytes(number(m, "transfer", "chunk_wire_bytes")).c_str(),
                 human_bytes(number(m, "transfer", "chunk_logical_bytes")).c_str(),
                 static_cast<unsigned long long>(number(m, "cache", "hits")), hub.c_str());

@@ -27,8 +27,10 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -54,17 +56,45 @@ struct Options {
   std::uint64_t metadata_cache_bytes = 32ull << 20;  // the store's block cache
 };
 
+// An existing system a spoke mount serves instead of a weft hub
+// (backend/connectors/README.md): an S3-compatible bucket, an NFS export
+// or an SMB share, its changes found by listing it every `interval`.
+struct SpokeConnector {
+  enum class Kind { s3, nfs, smb };
+  Kind kind = Kind::s3;
+  // s3: "http(s)://HOST[:PORT]", the bucket and the mount's root in it
+  // ("" or "a/b"); the signing region; certificates to trust for https
+  // (empty: the system's).
+  std::string endpoint, bucket, prefix, region = "us-east-1", ca_file;
+  // nfs: a libnfs URL, "nfs://HOST/EXPORT[/DIR]?version=3[&...]"; the
+  // AUTH_SYS identity (absent: this process's).
+  std::string url;
+  std::optional<std::uint32_t> uid, gid;
+  // smb: "HOST[:PORT]", the share and the mount's root in it; the
+  // credentials' domain.
+  std::string server, share, path, workgroup = "WORKGROUP";
+  bool read_only = false;  // refuse changes without asking the source
+  std::chrono::milliseconds interval{std::chrono::seconds(10)};
+};
+// "s3", "nfs", "smb".
+std::string_view kind_name(SpokeConnector::Kind kind);
+
 // A spoke mount (backend/hub/SPOKES.md): directory `local` of this
 // namespace serves directory `remote` of the hub at `hub_url`; changes
-// there are decided by the hub (gateway/ns/spoke.hpp).
+// there are decided by the hub (gateway/ns/spoke.hpp). With a connector,
+// it serves that system instead: `hub_url` then names it ("s3:URL/BUCKET
+// /PREFIX", the NFS URL, "smb://SERVER/SHARE/PATH") and `remote` is empty.
 struct SpokeMount {
   std::string local;    // a namespace path: "/datasets" (the S3 bucket datasets)
   std::string hub_url;  // "http://HOST:PORT": the hub's REST listener
   std::string remote;   // the hub's EXPORT/PATH: "data/datasets"
-  std::string user, password;  // the hub credentials
+  // The hub credentials; a connector's: S3 access key id and secret, SMB
+  // user and password (NFS: none).
+  std::string user, password;
   // Hub unreachable: fail every call that needs it at once (strict), or
   // keep serving what is cached (available).
   bool strict = true;
+  std::optional<SpokeConnector> connector;
 };
 
 // The spoke's chunk cache, shared by all mounts: RAM, then files in
@@ -78,6 +108,12 @@ struct SpokeCacheOptions {
 struct SpokeMountStats {
   std::string local, hub_url, remote, user;  // as mounted (never the password)
   bool strict = true;
+  // A connector mount: its kind ("s3", "nfs", "smb"; empty for a weft hub)
+  // and how often it polls. Its feed counts polls (cursor and
+  // hub_last_change, lag 0): what changed at the source is seen within
+  // one interval.
+  std::string connector;
+  std::chrono::milliseconds poll_interval{0};
   bool connected = false;           // the mount's change feed is connected
   std::int64_t state_since_ns = 0;  // wall clock of the last connect or disconnect (0: none yet)
   std::uint64_t cursor = 0;         // the feed's position in the hub's change log

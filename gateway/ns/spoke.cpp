@@ -2,6 +2,12 @@
 // the change feed, shadow inodes and metadata. Content: spoke_read.cpp.
 #include "gateway/ns/spoke_internal.hpp"
 
+#include "backend/connectors/nfs_source.hpp"
+#include "backend/connectors/remote.hpp"
+#include "backend/connectors/s3_source.hpp"
+#include "backend/connectors/smb_source.hpp"
+#include "backend/hub/client.hpp"
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -155,7 +161,7 @@ asio::awaitable<void> connect(std::shared_ptr<State> st, std::shared_ptr<Mount> 
 }
 
 void stop_mount(Mount& m) {
-  std::shared_ptr<hub::Feed> feed;
+  std::shared_ptr<hub::ChangeFeed> feed;
   {
     std::lock_guard lock(m.mu);
     m.stopped = true;
@@ -173,18 +179,15 @@ namespace {
 
 // The feed's callbacks hold the mount weakly: the mount owns its feed.
 void start_feed(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, std::uint64_t after) {
-  hub::FeedOptions fo;
-  fo.client = m->client->options();
-  fo.after = after;
   std::weak_ptr<Mount> weak_mount = m;
   std::weak_ptr<State> weak = st;
-  fo.on_changes = [weak_mount](const std::vector<hub::Change>& changes, std::uint64_t last) {
+  hub::OnChanges on_changes = [weak_mount](const std::vector<hub::Change>& changes, std::uint64_t last) {
     if (auto mp = weak_mount.lock()) apply_changes(*mp, changes, last);
   };
-  fo.on_state = [weak_mount, weak](bool connected, const hub::Error* why) {
+  hub::OnState on_state = [weak_mount, weak](bool connected, const hub::Error* why) {
     auto mp = weak_mount.lock();
     if (!mp) return;
-    std::shared_ptr<hub::Feed> lost_log;
+    std::shared_ptr<hub::ChangeFeed> lost_log;
     {
       std::lock_guard lock(mp->mu);
       mp->epoch++;
@@ -208,7 +211,7 @@ void start_feed(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& 
       if (auto st = weak.lock()) asio::co_spawn(st->executor, connect(st, mp), asio::detached);
     }
   };
-  auto feed = hub::Feed::start(st->executor, std::move(fo));
+  auto feed = m->client->subscribe(st->executor, after, std::move(on_changes), std::move(on_state));
   if (!feed) {
     spdlog::error("spoke {}: cannot start the change feed: {}", m->name, feed.error().message);
     return;
@@ -222,7 +225,82 @@ void start_feed(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& 
   m->feed_seen = std::max(m->feed_seen, after);  // its first changes may have come already
 }
 
+// The source a connector mount names (connecting lazily).
+connectors::Result<std::shared_ptr<connectors::Source>> open_source(asio::any_io_executor executor,
+                                                                    const SpokeMount& spec) {
+  const SpokeConnector& c = *spec.connector;
+  const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(kHubTimeout);
+  switch (c.kind) {
+    case SpokeConnector::Kind::s3: {
+      connectors::S3Options o;
+      o.http.url = c.endpoint;
+      o.http.ca_file = c.ca_file;
+      o.http.timeout = timeout;
+      o.bucket = c.bucket;
+      o.prefix = c.prefix;
+      o.credentials.access_key = spec.user;
+      o.credentials.secret_key = spec.password;
+      o.credentials.region = c.region;
+      o.read_only = c.read_only;
+      return connectors::make_s3_source(std::move(executor), std::move(o));
+    }
+    case SpokeConnector::Kind::nfs: {
+      connectors::NfsOptions o;
+      o.url = c.url;
+      o.timeout = timeout;
+      if (c.uid) o.uid = static_cast<int>(*c.uid);
+      if (c.gid) o.gid = static_cast<int>(*c.gid);
+      o.read_only = c.read_only;
+      return connectors::make_nfs_source(std::move(o));
+    }
+    case SpokeConnector::Kind::smb: {
+      connectors::SmbOptions o;
+      o.server = c.server;
+      o.share = c.share;
+      o.root = c.path;
+      o.user = spec.user;
+      o.password = spec.password;
+      o.workgroup = c.workgroup;
+      o.timeout = timeout;
+      o.read_only = c.read_only;
+      return connectors::make_smb_source(std::move(o));
+    }
+  }
+  return connectors::failure(connectors::Errc::invalid, "an unknown kind of connector");
+}
+
+// What a mount reaches: its hub's client, or a connector's remote over the
+// source it names. Errors: a malformed address (the message says which).
+boost::system::result<std::shared_ptr<hub::Remote>, std::string> open_remote(asio::any_io_executor executor,
+                                                                             const SpokeMount& spec,
+                                                                             const std::string& region) {
+  if (spec.connector) {
+    auto source = open_source(executor, spec);
+    if (!source) return source.error().message;
+    return connectors::make_remote(std::move(executor), std::move(*source),
+                                   connectors::RemoteOptions{spec.hub_url, spec.connector->interval});
+  }
+  hub::ClientOptions options;
+  options.url = spec.hub_url;
+  options.user = spec.user;
+  options.password = spec.password;
+  options.region = region;
+  options.timeout = kHubTimeout;
+  auto client = hub::Client::create(std::move(executor), options);
+  if (!client) return client.error().message;
+  return std::shared_ptr<hub::Remote>(std::move(*client));
+}
+
 }  // namespace
+
+std::string_view kind_name(SpokeConnector::Kind kind) {
+  switch (kind) {
+    case SpokeConnector::Kind::s3: return "s3";
+    case SpokeConnector::Kind::nfs: return "nfs";
+    case SpokeConnector::Kind::smb: return "smb";
+  }
+  return "s3";
+}
 
 // ---------------------------------------------------------------------------
 // Start and stop
@@ -282,18 +360,12 @@ Result<std::shared_ptr<Spokes::Mount>> Spokes::prepare(const SpokeMount& spec) {
   m->spec = spec;
   m->name = spec.local;
   // The client first: a malformed URL leaves nothing behind.
-  hub::ClientOptions options;
-  options.url = spec.hub_url;
-  options.user = spec.user;
-  options.password = spec.password;
-  options.region = st.region;
-  options.timeout = kHubTimeout;
-  auto client = hub::Client::create(st.executor, options);
+  auto client = open_remote(st.executor, spec, st.region);
   if (!client) {
-    spdlog::error("spoke {}: {}", m->name, client.error().message);
+    spdlog::error("spoke {}: {}", m->name, client.error());
     return Errc::invalid;
   }
-  m->client = std::shared_ptr<hub::Client>(std::move(*client));
+  m->client = std::move(*client);
   // The mount point: an empty local directory, made if missing.
   Ino dir = kRootIno, parent = kRootIno;
   std::string_view rest = spec.local;
@@ -357,8 +429,12 @@ Result<std::shared_ptr<Spokes::Mount>> Spokes::prepare(const SpokeMount& spec) {
       }
     }
   }
-  spdlog::info("spoke {}: serves {} of hub {} ({})", m->name, spec.remote, spec.hub_url,
-               spec.strict ? "strict" : "available");
+  if (spec.connector)
+    spdlog::info("spoke {}: serves {} source {}, polled every {} ms ({})", m->name, kind_name(spec.connector->kind),
+                 spec.hub_url, spec.connector->interval.count(), spec.strict ? "strict" : "available");
+  else
+    spdlog::info("spoke {}: serves {} of hub {} ({})", m->name, spec.remote, spec.hub_url,
+                 spec.strict ? "strict" : "available");
   return m;
 }
 

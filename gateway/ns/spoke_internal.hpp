@@ -6,8 +6,7 @@
 
 #include "gateway/ns/spoke.hpp"
 
-#include "backend/hub/client.hpp"
-#include "backend/hub/feed.hpp"
+#include "backend/hub/remote.hpp"
 #include "cache/chunk_cache.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -93,7 +92,8 @@ struct Spokes::Mount {
   std::string name;  // the local path ("/datasets"): logs, metric labels, remove()
   Ino point = 0, point_parent = 0;
   std::size_t slot = 0;  // in State::points while served
-  std::shared_ptr<hub::Client> client;
+  // Its hub's client, or a connector's (backend/connectors/remote.hpp).
+  std::shared_ptr<hub::Remote> client;
 
   // Chunk lookups of its reads, for stats() (spoke_ops.cpp).
   std::atomic<std::uint64_t> hits{0}, hit_bytes{0}, misses{0}, miss_bytes{0};
@@ -103,7 +103,7 @@ struct Spokes::Mount {
     std::optional<std::vector<std::pair<std::string, std::uint64_t>>> listing;  // in name order
   };
   mutable std::mutex mu;
-  std::shared_ptr<hub::Feed> feed;       // guarded by mu
+  std::shared_ptr<hub::ChangeFeed> feed;  // guarded by mu
   bool stopped = false;                  // guarded by mu
   bool was_connected = false;            // guarded by mu: the feed's last state, for logs
   std::int64_t state_since_ns = 0;       // guarded by mu: wall clock of the last change of state
@@ -116,7 +116,9 @@ struct Spokes::Mount {
   std::size_t manifest_chunks = 0;                      // guarded by mu: chunk references in `manifests`
   std::shared_ptr<spoke_detail::ReadAhead> read_ahead;  // guarded by mu; made on first read
 
-  std::string hub_path(std::string_view rel) const { return rel.empty() ? spec.remote : spec.remote + "/" + std::string(rel); }
+  // The remote's path of a path below the mount (a connector's remote is
+  // its source's root, "").
+  std::string hub_path(std::string_view rel) const { return rel.empty() ? spec.remote : spoke_detail::join(spec.remote, rel); }
   bool connected() const { return feed && feed->connected(); }  // with mu held
   // With mu held: whether cached metadata may answer.
   bool cache_usable() const { return connected() || !spec.strict; }
@@ -243,9 +245,12 @@ inline bool cached(State& st, Mount& m, const wire::ChunkRef& c) {
   (hit ? m.hit_bytes : m.miss_bytes) += c.length;
   return hit;
 }
-// Close-to-open (spoke_write.cpp): waits, a bounded while, until the feed
-// has applied every change the hub had made when this was called.
-asio::awaitable<void> catch_up(Mount& m);
+// Close-to-open (spoke_write.cpp), before an open of file `ino` (a hub
+// inode) or of entry `name` of directory `dir`: waits, a bounded while,
+// until the feed has applied every change the hub had made when this was
+// called. A polled remote's feed may be an interval behind: what is cached
+// of that file or entry is dropped instead, so that it is asked afresh.
+asio::awaitable<void> catch_up(Mount& m, std::uint64_t ino, std::uint64_t dir = 0, std::string_view name = {});
 
 }  // namespace spoke_detail
 }  // namespace weft::ns

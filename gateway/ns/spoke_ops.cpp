@@ -50,6 +50,10 @@ SpokeMountStats mount_stats(Mount& m) {
   s.remote = m.spec.remote;
   s.user = m.spec.user;
   s.strict = m.spec.strict;
+  if (m.spec.connector) {
+    s.connector = kind_name(m.spec.connector->kind);
+    s.poll_interval = m.spec.connector->interval;
+  }
   {
     std::lock_guard lock(m.mu);
     s.connected = m.connected();
@@ -83,6 +87,9 @@ constexpr MountFigure kMountFigures[] = {
      [](const SpokeMountStats& s) { return s.connected ? 1.0 : 0.0; }},
     {"weft_spoke_lag_changes", "Changes of the hub's change log the spoke mount has not seen yet", false,
      [](const SpokeMountStats& s) { return double(s.lag()); }},
+    {"weft_spoke_poll_interval_seconds",
+     "How often the connector mount lists its source for changes: how far behind it may be (0: a hub's feed pushes them)",
+     false, [](const SpokeMountStats& s) { return std::chrono::duration<double>(s.poll_interval).count(); }},
     {"weft_spoke_hub_requests_total", "Requests the spoke mount sent its hub", true,
      [](const SpokeMountStats& s) { return double(s.requests); }},
     {"weft_spoke_fetched_wire_bytes_total", "Chunk bytes the spoke mount fetched, as on the wire (compressed)", true,
@@ -203,9 +210,10 @@ void Spokes::publish(const std::shared_ptr<Mount>& m) {
 Task<void> Spokes::add(SpokeMount spec) {
   auto local = plain_path(spec.local);
   auto remote = plain_path(spec.remote);
-  if (!local || !remote) co_return Errc::invalid;
+  // A connector's remote is its source's root.
+  if (!local || (!remote && !spec.connector)) co_return Errc::invalid;
   spec.local = "/" + *local;
-  spec.remote = *remote;
+  spec.remote = spec.connector ? std::string() : *remote;
   // Making the mount point and recording the mount wait for the disk.
   auto mount = [this, st = state_, spec]() -> Result<std::shared_ptr<Mount>> {
     std::lock_guard lock(st->change_mu);

@@ -95,7 +95,7 @@ std::pair<std::string, std::string> split_leaf(std::string_view path) {
 // batch; the first to run starts it, so a batch is fetched once however
 // many readers wait for its chunks.
 struct ChunkBatch {
-  std::shared_ptr<hub::Client> client;
+  std::shared_ptr<hub::Remote> client;
   std::string dir;                     // the hub directory of the files
   std::vector<hub::FileChunks> files;  // by name, each with its chunks
   std::vector<wire::ChunkRef> refs;    // every chunk, file by file: what a slot indexes
@@ -124,7 +124,7 @@ asio::awaitable<cache::Result<std::string>> fetch_from_batch(std::shared_ptr<Chu
   }
   if (lead) {
     auto op = b->files.size() == 1
-                  ? b->client->fetch(b->dir + "/" + b->files[0].name, b->files[0].version, b->files[0].chunks)
+                  ? b->client->fetch(join(b->dir, b->files[0].name), b->files[0].version, b->files[0].chunks)
                   : b->client->fetch_files(b->dir, b->files);
     auto r = co_await std::move(op);
     if (!r) spdlog::debug("spoke: fetching chunks of {} files in {} failed: {}", b->files.size(), b->dir, r.error().message);
@@ -154,7 +154,9 @@ struct BatchSlot {
 asio::awaitable<cache::Result<cache::Bytes>> get_chunk(std::shared_ptr<cache::ChunkCache> chunks, BatchSlot slot) {
   const cache::Digest digest = slot.batch->refs[slot.index].digest;
   cache::ChunkCache::Fetch fetch = [slot] { return fetch_from_batch(slot.batch, slot.index); };
-  auto op = chunks->get_or_fetch(digest, std::move(fetch), cache::ChunkCache::Fetched::checked);
+  const auto as = slot.batch->client->chunk_names() == hub::Remote::ChunkNames::named ? cache::ChunkCache::Fetched::named
+                                                                                       : cache::ChunkCache::Fetched::checked;
+  auto op = chunks->get_or_fetch(digest, std::move(fetch), as);
   co_return co_await std::move(op);
 }
 
@@ -457,9 +459,9 @@ void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, c
       need.push_back(std::move(*f));
     }
     if (need.empty() || needed_now || need.size() >= kManifestBatch) {
-      for (std::size_t i = 0; i < need.size(); i += hub::Client::kMaxManifests) {
+      for (std::size_t i = 0; i < need.size(); i += hub::Remote::kMaxManifests) {
         std::vector<AheadFile> part(need.begin() + static_cast<std::ptrdiff_t>(i),
-                                    need.begin() + static_cast<std::ptrdiff_t>(std::min(need.size(), i + hub::Client::kMaxManifests)));
+                                    need.begin() + static_cast<std::ptrdiff_t>(std::min(need.size(), i + hub::Remote::kMaxManifests)));
         auto flight = manifests_in_flight(m, part);
         manifest_jobs.emplace_back(std::move(part), std::move(flight));
       }
@@ -585,7 +587,7 @@ Task<Handle> Spokes::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
   if (flags.snapshot && flags.write) co_return Errc::invalid;
   auto w = where(*state_, *ns_.kv, ino);
   if (!w) co_return w.error();
-  co_await catch_up(*w->mount);
+  co_await catch_up(*w->mount, w->shadow.hub_ino);
   auto a = co_await getattr(ctx, ino);
   if (!a) co_return a.error();
   if (a->type == FileType::directory) co_return Errc::is_dir;

@@ -487,10 +487,20 @@ asio::awaitable<Result<EntryPlace>> entry_place(Spokes& spokes, Namespace::Impl&
 
 namespace spoke_detail {
 
-asio::awaitable<void> catch_up(Mount& m) {
+asio::awaitable<void> catch_up(Mount& m, std::uint64_t ino, std::uint64_t dir, std::string_view name) {
   {
     std::lock_guard lock(m.mu);
     if (m.stopped || !m.connected()) co_return;  // no feed to wait for
+    if (m.client->poll_interval()) {
+      m.epoch++;  // answers in flight may predate what this open must see
+      m.attrs.erase(ino);
+      if (auto d = m.dirs.find(dir); d != m.dirs.end())
+        if (auto e = d->second.names.find(name); e != d->second.names.end()) {
+          if (e->second) m.attrs.erase(*e->second);
+          d->second.names.erase(e);
+        }
+      co_return;
+    }
   }
   auto op = m.client->last_change();
   auto last = co_await std::move(op);
@@ -620,7 +630,7 @@ Task<Handle> Spokes::stage(const OpContext& ctx, Ino dir, std::string_view name_
   auto place = co_await std::move(pop);
   if (!place) co_return place.error();
   Mount& m = *place->mount;
-  co_await catch_up(m);
+  co_await catch_up(m, 0, place->dir.hub_ino, name);
   // What the name holds now is what the commit replaces.
   std::uint64_t base_ino = 0, base_version = 0;
   auto existing = co_await lookup(ctx, dir, name);

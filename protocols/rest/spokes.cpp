@@ -40,6 +40,12 @@ nlohmann::json mount_json(const ns::SpokeMountStats& m) {
   j["mode"] = m.strict ? "strict" : "available";
   j["state"] = m.connected ? "connected" : "disconnected";
   j["state_since"] = m.state_since_ns ? nlohmann::json(audit::format_time(m.state_since_ns)) : nlohmann::json();
+  if (!m.connector.empty()) {
+    // No change log at a connector's source: the feed counts polls.
+    j["connector"] = m.connector;
+    feed["poll_interval_ms"] = m.poll_interval.count();
+    feed["consistency"] = "polled: a change at the source is seen within poll_interval_ms";
+  }
   j["feed"] = std::move(feed);
   j["transfer"] = std::move(transfer);
   j["cache"] = std::move(cache);

@@ -209,3 +209,63 @@ TEST_CASE("chunk cache: a fetch that checked its bytes itself is stored as it ca
   CHECK(fetches == 1);  // the second came from RAM
   CHECK(c.get(d));
 }
+
+TEST_CASE("chunk cache: a named chunk is stored under its content's digest, through both tiers and a restart") {
+  weft::test::TempDir dir;
+  ChunkCacheOptions o;
+  o.ram_bytes = 2500;
+  o.ssd_dir = dir / "chunks";
+  o.ssd_bytes = 100000;
+  const std::string content = chunk(9, 2000);
+  const Digest name = digest_of("a name, not the content");
+  const Digest alias = digest_of("another name of the same bytes");
+  int fetches = 0;
+  ChunkCache::Fetch fetch = [&]() -> asio::awaitable<Result<std::string>> {
+    fetches++;
+    co_return content;
+  };
+  auto run = [](ChunkCache& c, const Digest& d, ChunkCache::Fetch f) {
+    asio::io_context io;
+    Result<Bytes> out = std::make_error_code(std::errc::operation_in_progress);
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+      out = co_await c.get_or_fetch(d, f, ChunkCache::Fetched::named);
+    }, asio::detached);
+    io.run();
+    return out;
+  };
+  {
+    auto cache = ChunkCache::open(o);
+    REQUIRE(cache.has_value());
+    auto& c = **cache;
+    auto r = run(c, name, fetch);
+    REQUIRE(r.has_value());
+    CHECK(**r == content);
+    CHECK(fetches == 1);
+    // Stored by content: the name is followed, the content found by its digest.
+    CHECK(c.holds(name) == ChunkCache::Held::ram);
+    CHECK(c.get(digest_of(content)));
+    CHECK_FALSE(c.get(name));
+    // Another name of the same bytes is fetched once and stored once.
+    REQUIRE(run(c, alias, fetch).has_value());
+    CHECK(fetches == 2);
+    CHECK(c.stats().ram_chunks == 1);
+    // Pushed down to the SSD tier, it reads back verified (a file named by
+    // the name would not) and is not fetched again.
+    for (unsigned i = 0; i < 3; ++i) REQUIRE(c.put(digest_of(chunk(20 + i)), chunk(20 + i)));
+    CHECK(c.holds(name) == ChunkCache::Held::ssd);
+    auto again = run(c, name, fetch);
+    REQUIRE(again.has_value());
+    CHECK(**again == content);
+    CHECK(fetches == 2);
+    CHECK(c.stats().corrupt == 0);
+  }
+  // After a restart the content is on the SSD tier, the name forgotten: one
+  // fetch learns it again.
+  auto cache = ChunkCache::open(o);
+  REQUIRE(cache.has_value());
+  CHECK((*cache)->holds(digest_of(content)) == ChunkCache::Held::ssd);
+  CHECK((*cache)->holds(name) == ChunkCache::Held::no);
+  REQUIRE(run(**cache, name, fetch).has_value());
+  CHECK(fetches == 3);
+  CHECK((*cache)->holds(name) != ChunkCache::Held::no);
+}

@@ -421,3 +421,111 @@ TEST_CASE("spoke mounts: from the file and from --spoke, each mistake named") {
   orphan.spoke_mode = "strict";
   CHECK(error_of("{}", orphan) == "config: spokes (--spoke-mode): needs --spoke");
 }
+
+TEST_CASE("connector spoke mounts: S3, NFS and SMB sources, each mistake named") {
+  TempDir dir;
+  const std::string keys = dir / "keys.json";
+  std::ofstream(keys) << R"({"user": "admin", "password": "pw", "access_key_id": "AKID", "secret_access_key": "SK"})";
+  const std::string smb_creds = dir / "smb.json";
+  std::ofstream(smb_creds) << R"({"user": "alice", "password": "secret"})";
+  const std::string ca = dir / "ca.pem";
+  std::ofstream(ca) << "-----BEGIN CERTIFICATE-----\n";
+  auto one = [](const std::string& entry) { return R"({"spokes": [)" + entry + "]}"; };
+
+  auto s3 = parse(one(R"({"local": "/lake", "connector": "s3", "endpoint": "https://s3.example:8443/", "bucket": "lake",
+                          "prefix": "/raw/2024/", "region": "eu-west-1", "ca_file": ")" + ca + R"(",
+                          "credentials": ")" + keys + R"(", "interval_s": 30, "mode": "available"})"));
+  REQUIRE(s3.has_value());
+  REQUIRE(s3->spokes.size() == 1);
+  const auto& m = s3->spokes[0];
+  REQUIRE(m.connector.has_value());
+  CHECK(m.connector->kind == weft::ns::SpokeConnector::Kind::s3);
+  CHECK(m.local == "/lake");
+  CHECK(m.connector->endpoint == "https://s3.example:8443");
+  CHECK(m.connector->bucket == "lake");
+  CHECK(m.connector->prefix == "raw/2024");
+  CHECK(m.connector->region == "eu-west-1");
+  CHECK(m.connector->ca_file == ca);
+  CHECK(m.connector->interval == std::chrono::seconds(30));
+  CHECK_FALSE(m.connector->read_only);
+  CHECK(m.user == "AKID");
+  CHECK(m.password == "SK");
+  CHECK_FALSE(m.strict);
+  CHECK(m.hub_url == "s3:https://s3.example:8443/lake/raw/2024");
+  CHECK(m.remote.empty());
+
+  auto nfs = parse(one(R"({"local": "/filer", "connector": "nfs", "url": "nfs://10.0.0.5/export/data?version=3",
+                           "uid": 1000, "gid": 100, "read_only": true})"));
+  REQUIRE(nfs.has_value());
+  const auto& n = nfs->spokes[0];
+  CHECK(n.connector->kind == weft::ns::SpokeConnector::Kind::nfs);
+  CHECK(n.connector->url == "nfs://10.0.0.5/export/data?version=3");
+  CHECK(n.connector->uid == 1000u);
+  CHECK(n.connector->gid == 100u);
+  CHECK(n.connector->read_only);
+  CHECK(n.connector->interval == std::chrono::seconds(10));
+  CHECK(n.hub_url == "nfs://10.0.0.5/export/data?version=3");
+  CHECK(n.strict);
+
+  auto smb = parse(one(R"({"local": "/share", "connector": "smb", "server": "files.example:445", "share": "team",
+                           "path": "projects", "workgroup": "CORP", "credentials": ")" + smb_creds + R"("})"));
+  REQUIRE(smb.has_value());
+  const auto& b = smb->spokes[0];
+  CHECK(b.connector->kind == weft::ns::SpokeConnector::Kind::smb);
+  CHECK(b.connector->server == "files.example:445");
+  CHECK(b.connector->share == "team");
+  CHECK(b.connector->path == "projects");
+  CHECK(b.connector->workgroup == "CORP");
+  CHECK(b.user == "alice");
+  CHECK(b.password == "secret");
+  CHECK(b.hub_url == "smb://files.example:445/team/projects");
+
+  // Mistakes, each named with its key.
+  const std::string s3_base = R"("local": "/lake", "connector": "s3", "endpoint": "http://127.0.0.1:9000", "bucket": "lake", "credentials": ")" + keys + "\"";
+  CHECK(error_of(one(R"({"local": "/x", "connector": "ftp"})")) ==
+        R"(config: spokes[0].connector: expected one of s3, nfs, smb, got "ftp")");
+  CHECK(error_of(one(R"({"local": "/x", "connector": "s3", "bucket": "lake"})")) ==
+        R"(config: spokes[0]: a connector s3 mount needs "endpoint", "credentials")");
+  CHECK(error_of(one(R"({"connector": "nfs", "url": "nfs://h/e"})")) == R"(config: spokes[0]: needs "local")");
+  CHECK(error_of(one(R"({"local": "/x", "connector": "smb", "server": "h"})")) ==
+        R"(config: spokes[0]: a connector smb mount needs "share", "credentials")");
+  CHECK(error_of(one("{" + s3_base + R"(, "hub": "http://h:1"})")) ==
+        "config: spokes[0].hub: a connector mount has no hub (it serves the s3 source)");
+  CHECK(error_of(one("{" + s3_base + R"(, "url": "nfs://h/e"})")) ==
+        "config: spokes[0].url: not a key of an s3 connector (its keys: endpoint, bucket, prefix, region, ca_file, "
+        "credentials, read_only, interval_s)");
+  CHECK(error_of(one(R"({"local": "/x", "connector": "s3", "endpoint": "ftp://h", "bucket": "lake", "credentials": ")" +
+                     keys + R"("})")) ==
+        R"(config: spokes[0].endpoint: bad endpoint "ftp://h" (expected http://HOST[:PORT] or https://HOST[:PORT]))");
+  CHECK(error_of(one(R"({"local": "/x", "connector": "s3", "endpoint": "http://h:99999", "bucket": "lake", "credentials": ")" +
+                     keys + R"("})"))
+            .starts_with("config: spokes[0].endpoint: bad endpoint"));
+  CHECK(error_of(one(R"({"local": "/x", "connector": "s3", "endpoint": "http://h", "bucket": "Lake_1", "credentials": ")" +
+                     keys + R"("})")) ==
+        R"(config: spokes[0].bucket: bad bucket name "Lake_1" (expected 3 to 63 of a-z 0-9 . -))");
+  CHECK(error_of(one("{" + s3_base + R"(, "prefix": "a/../b"})")).starts_with("config: spokes[0].prefix: bad path"));
+  CHECK(error_of(one("{" + s3_base + R"(, "interval_s": 0})")) ==
+        "config: spokes[0].interval_s: must be between 1 and 86400, got 0");
+  CHECK(error_of(one("{" + s3_base + R"(, "read_only": "yes"})")) ==
+        "config: spokes[0].read_only: expected true or false, got a string");
+  CHECK(error_of(one("{" + s3_base + R"(, "ca_file": "/nonexistent/ca.pem"})"))
+            .starts_with("config: spokes[0].ca_file: cannot read \"/nonexistent/ca.pem\""));
+  CHECK(error_of(one(R"({"local": "/x", "connector": "s3", "endpoint": "http://h", "bucket": "lake", "credentials": ")" +
+                     smb_creds + R"("})"))
+            .ends_with("is not s3 credentials (expected a JSON object with \"access_key_id\" and \"secret_access_key\")"));
+  CHECK(error_of(one(R"({"local": "/x", "connector": "nfs", "url": "http://h/e"})")) ==
+        R"(config: spokes[0].url: bad NFS URL "http://h/e" (expected nfs://HOST/EXPORT[/DIR][?version=3&...]))");
+  CHECK(error_of(one(R"({"local": "/x", "connector": "nfs", "url": "nfs://h/e", "credentials": ")" + keys + R"("})")) ==
+        R"(config: spokes[0].credentials: an nfs connector has no credentials (AUTH_SYS: "uid" and "gid"))");
+  CHECK(error_of(one(R"({"local": "/x", "connector": "nfs", "url": "nfs://h/e", "uid": -1})")) ==
+        "config: spokes[0].uid: expected a non-negative integer, got a negative integer");
+  CHECK(error_of(one(R"({"local": "/x", "connector": "smb", "server": "h/x", "share": "s", "credentials": ")" + smb_creds +
+                     R"("})")) == R"(config: spokes[0].server: bad SMB server "h/x" (expected HOST or HOST:PORT))");
+  // A hub mount takes no connector keys.
+  CHECK(error_of(one(R"({"local": "/a", "hub": "http://h:1", "remote": "d", "credentials": ")" + keys +
+                     R"(", "bucket": "lake"})")) ==
+        R"(config: spokes[0].bucket: only a connector mount has this key ("connector": s3, nfs or smb))");
+  // Connector and hub mounts share the mount point rules.
+  CHECK(error_of(R"({"spokes": [{)" + s3_base + R"(}, {"local": "/lake/sub", "connector": "nfs", "url": "nfs://h/e"}]})") ==
+        R"(config: spokes[1].local: "/lake/sub" overlaps the mount point "/lake")");
+}
