@@ -70,7 +70,7 @@ struct SpokeMount {
 // The spoke's chunk cache, shared by all mounts: RAM, then files in
 // DATA_DIR/spoke-cache.
 struct SpokeCacheOptions {
-  std::uint64_t ram_bytes = 256ull << 20;
+  std::uint64_t ram_bytes = 0;  // 0: a quarter of the memory the process may use
   std::uint64_t ssd_bytes = 8ull << 30;
 };
 

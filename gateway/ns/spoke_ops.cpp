@@ -124,10 +124,10 @@ SpokeCacheStats cache_stats(const State& st) {
   if (!st.cache_open.load(std::memory_order_acquire)) return out;
   const cache::ChunkCacheStats c = st.chunks->stats();
   out.ram_bytes = c.ram_bytes;
-  out.ram_budget = st.cache_options.ram_bytes;
+  out.ram_budget = c.ram_budget;
   out.ram_chunks = c.ram_chunks;
   out.ssd_bytes = c.ssd_bytes;
-  out.ssd_budget = st.cache_options.ssd_bytes;
+  out.ssd_budget = c.ssd_budget;
   out.ssd_chunks = c.ssd_chunks;
   out.ram_hits = c.ram_hits;
   out.ssd_hits = c.ssd_hits;
