@@ -65,6 +65,7 @@ SpokeMountStats mount_stats(Mount& m) {
   s.wire_bytes_out = h.wire_bytes_out;
   s.chunk_wire_bytes = h.chunk_wire_bytes_in;
   s.chunk_logical_bytes = h.logical_bytes_in;
+  s.batch_retries = h.batch_retries;
   s.cache_hits = m.hits;
   s.cache_hit_bytes = m.hit_bytes;
   s.cache_misses = m.misses;
