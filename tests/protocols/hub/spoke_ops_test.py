@@ -114,7 +114,8 @@ class RuntimeMountTest(unittest.TestCase):
             hub_put(cls.hub, "data/ops/" + name, body)
         cls.link = cls.hub.emulator("--rtt-ms", "10")
         cls.hub_url = "http://" + cls.link.address
-        cls.spoke = Spoke(WEFT, cls.hub, cls.hub_url, local=None, protocols=SPOKE)
+        cls.spoke = Spoke(WEFT, cls.hub, cls.hub_url, local=None, protocols=SPOKE,
+                          spoke_cache={"ram_bytes": 64 << 20, "ssd_bytes": 1 << 30})
         cls.s3 = cls.spoke.s3()
         cls.creds = json.loads((cls.hub.data / "credentials.json").read_text())
 
@@ -193,7 +194,8 @@ class RuntimeMountTest(unittest.TestCase):
         # The shared cache holds it all; the feed is caught up with the hub.
         listed = spokes(self.spoke)
         self.assertGreaterEqual(listed["cache"]["ram"]["bytes"], len(text) + len(noise))
-        self.assertEqual(listed["cache"]["ram"]["budget"], 256 << 20)
+        self.assertEqual(listed["cache"]["ram"]["budget"], 64 << 20)  # as configured
+        self.assertEqual(listed["cache"]["ssd"]["budget"], 1 << 30)
         live = caught_up(self, self.spoke, self.hub, "/mirror")
         self.assertEqual(live["feed"]["lag"], 0)
         self.assertGreater(live["feed"]["hub_last_change"], 0)
