@@ -546,6 +546,16 @@ void apply_spokes(Config& c, const json& list) {
   }
 }
 
+void apply_spoke_cache(Config& c, const json& object) {
+  members("spoke_cache", object, {"ram_bytes", "ssd_bytes"},
+          [&](std::string_view name, const std::string& key, const json& v) {
+            if (name == "ram_bytes")
+              c.spoke_cache.ram_bytes = integer_of(key, v, 0, std::uint64_t{1} << 50);
+            else
+              c.spoke_cache.ssd_bytes = integer_of(key, v, 0, std::uint64_t{1} << 56);
+          });
+}
+
 // --spoke LOCAL=HUB_URL/REMOTE
 ns::SpokeMount spoke_flag(const std::string& text, const Overrides& o) {
   const std::string key = "spokes (--spoke)";
@@ -582,7 +592,7 @@ void check_spokes(const Config& c) {
 void apply_file(Config& c, const json& root) {
   members("", root,
           {"data_dir", "metadata", "region", "listeners", "threads", "log", "namespace", "residency", "audit", "tls",
-           "s3", "nfs", "sftp", "spokes"},
+           "s3", "nfs", "sftp", "spokes", "spoke_cache"},
           [&](std::string_view name, const std::string& key, const json& v) {
             if (name == "data_dir") {
               c.data_dir = string_of(key, v);
@@ -612,6 +622,8 @@ void apply_file(Config& c, const json& root) {
               apply_sftp(c, v);
             } else if (name == "spokes") {
               apply_spokes(c, v);
+            } else if (name == "spoke_cache") {
+              apply_spoke_cache(c, v);
             } else {
               apply_namespace(c, v);
             }

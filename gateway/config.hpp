@@ -73,6 +73,8 @@ struct Config {
   // Spoke mounts (backend/hub/SPOKES.md): directories of this namespace
   // that serve a hub's directories; credentials already read from their file.
   std::vector<ns::SpokeMount> spokes;
+  // The chunk cache the spoke mounts share.
+  ns::SpokeCacheOptions spoke_cache;
 };
 
 // Command-line values, applied over the file.

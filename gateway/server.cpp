@@ -295,7 +295,7 @@ struct Server::Impl {
 
   // Before the front ends: a client's first call may be into a mount.
   bool start_spokes() {
-    if (auto s = ns->start_spokes(io.get_executor(), config.spokes, config.region); !s) {
+    if (auto s = ns->start_spokes(io.get_executor(), config.spokes, config.region, config.spoke_cache); !s) {
       spdlog::error("cannot start the spoke mounts: {}", s.error().message());
       return false;
     }

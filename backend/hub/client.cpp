@@ -35,6 +35,9 @@ constexpr auto kUse = asio::as_tuple(asio::use_awaitable);
 // A chunks response: 64 MiB of chunks at most (the hub's limit) plus frame heads.
 constexpr std::uint64_t kResponseLimit = 80ull << 20;
 constexpr std::size_t kMaxBatchChunks = 1024;
+// A chunk batch cut mid-way is asked for again (its missing part) up to
+// this many times in all before the fetch fails.
+constexpr int kBatchAttempts = 4;
 constexpr std::string_view kOctets = "application/octet-stream";
 constexpr std::string_view kJson = "application/json";
 constexpr std::size_t kMaxHaveDigests = 32768;  // the hub's limit per have request
@@ -108,7 +111,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
   std::mutex mu;
   std::vector<std::unique_ptr<Connection>> idle;  // guarded by mu
   bool closed = false;                            // guarded by mu: close() was called
-  std::atomic<std::uint64_t> requests{0}, wire_in{0}, chunk_wire_in{0}, logical_in{0}, wire_out{0};
+  std::atomic<std::uint64_t> requests{0}, wire_in{0}, chunk_wire_in{0}, logical_in{0}, wire_out{0}, retried{0};
 
   std::unique_ptr<Connection> take_idle() {
     std::lock_guard lock(mu);
@@ -136,10 +139,13 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
 
   // One request on a pooled connection. A kept-alive connection that the
   // hub closed meanwhile fails before the hub saw the request; idempotent
-  // requests are then sent once more on a fresh connection.
+  // requests are then sent once more on a fresh connection. With
+  // `partial`: an answer (2xx) cut short fails, and what arrived of its
+  // body is left there (the caller asks for the rest itself).
   asio::awaitable<Result<bhttp::response<bhttp::string_body>>> request(bhttp::verb verb, std::string_view target,
                                                                        std::string_view body, bool idempotent,
-                                                                       std::string_view content_type = kOctets) {
+                                                                       std::string_view content_type = kOctets,
+                                                                       std::string* partial = nullptr) {
     for (int attempt = 0;; ++attempt) {
       // A retry connects afresh: the other idle connections are as old as
       // the one that turned out closed.
@@ -170,6 +176,11 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
         rec = ec;
       }
       const error_code ec = wec ? wec : rec;
+      if (ec && partial && parser.is_header_done() && parser.get().result_int() < 300) {
+        *partial = std::move(parser.get().body());
+        wire_in += partial->size();
+        co_return transport(ec, std::string(bhttp::to_string(verb)) + " " + std::string(target.substr(0, 120)));
+      }
       if (ec) {
         const bool stale = reused && (wec || rec == bhttp::error::end_of_stream ||
                                       rec == asio::error::connection_reset || rec == asio::error::eof);
@@ -222,35 +233,46 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
     return t;
   }
 
-  // One batch: the frames of `chunks`, asked for by a POST of `body` to
-  // `call_target`, decoded and checked into `out`.
-  asio::awaitable<std::optional<Error>> fetch_batch(const std::string& call_target, const std::string& body,
-                                                   std::span<const wire::ChunkRef> chunks, std::span<std::string> out) {
-    auto res = co_await request(bhttp::verb::post, call_target, body, true);
-    if (!res) co_return res.error();
-    if (res->result_int() >= 400) co_return refusal(*res, nlohmann::json::parse(res->body(), nullptr, false));
-    chunk_wire_in += res->body().size();
-    wire::FrameReader reader;
-    reader.append(std::move(res->body()));
-    std::optional<wire::Error> error;
-    for (std::size_t i = 0; i < chunks.size(); ++i) {
-      auto frame = reader.next(&error);
-      if (!frame) {
-        co_return failure(Error::Kind::protocol,
-                          error ? std::string(wire::message(*error)) : "the hub sent fewer chunks than asked");
-      }
-      if (frame->kind != wire::Kind::data || frame->digest != chunks[i].digest ||
-          frame->length != chunks[i].length)
-        co_return failure(Error::Kind::protocol, "the hub sent another chunk than asked");
-      logical_in += frame->length;
-      out[i] = std::move(frame->bytes);
-    }
-    if (!reader.empty()) co_return failure(Error::Kind::protocol, "the hub sent more than asked");
-    co_return std::nullopt;
-  }
-
   // The request (target, body) that asks for chunks [first, last) of a fetch.
   using BatchRequest = std::function<std::pair<std::string, std::string>(std::size_t first, std::size_t last)>;
+
+  // One batch: chunks [first, last) of `chunks`, asked for with
+  // make_request, decoded and checked into `out`. A connection that fails
+  // mid-answer keeps the chunks that arrived whole; the rest is asked for
+  // again on a fresh connection, kBatchAttempts times in all. A refusal or
+  // a bad frame is not retried.
+  asio::awaitable<std::optional<Error>> fetch_batch(const BatchRequest& make_request, std::size_t first, std::size_t last,
+                                                   std::span<const wire::ChunkRef> chunks, std::span<std::string> out) {
+    for (int attempt = 1;; ++attempt) {
+      const auto [call_target, body] = make_request(first, last);
+      std::string arrived;
+      auto res = co_await request(bhttp::verb::post, call_target, body, true, kOctets, &arrived);
+      if (res && res->result_int() >= 400) co_return refusal(*res, nlohmann::json::parse(res->body(), nullptr, false));
+      if (res) arrived = std::move(res->body());
+      chunk_wire_in += arrived.size();
+      wire::FrameReader reader;
+      reader.append(std::move(arrived));
+      std::optional<wire::Error> error;
+      for (; first < last; ++first) {
+        auto frame = reader.next(&error);
+        if (!frame) break;
+        if (frame->kind != wire::Kind::data || frame->digest != chunks[first].digest ||
+            frame->length != chunks[first].length)
+          co_return failure(Error::Kind::protocol, "the hub sent another chunk than asked");
+        logical_in += frame->length;
+        out[first] = std::move(frame->bytes);
+      }
+      if (error) co_return failure(Error::Kind::protocol, std::string(wire::message(*error)));
+      if (res) {
+        if (first < last) co_return failure(Error::Kind::protocol, "the hub sent fewer chunks than asked");
+        if (!reader.empty()) co_return failure(Error::Kind::protocol, "the hub sent more than asked");
+        co_return std::nullopt;
+      }
+      if (first == last) co_return std::nullopt;  // cut after the last frame
+      if (res.error().kind != Error::Kind::unavailable || attempt == kBatchAttempts) co_return res.error();
+      retried++;
+    }
+  }
 
   // The bytes of `chunks`, in batches of about batch_bytes taken by up to
   // `connections` workers.
@@ -290,9 +312,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
           if (shared.first_error) break;
         }
         auto [first, last] = batches[b];
-        const auto [call_target, body] = make_request(first, last);
-        auto err = co_await impl->fetch_batch(call_target, body, chunks.subspan(first, last - first),
-                                              out.subspan(first, last - first));
+        auto err = co_await impl->fetch_batch(make_request, first, last, chunks, out);
         if (err) {
           std::lock_guard lock(shared.error_mu);
           if (!shared.first_error) shared.first_error = std::move(*err);
@@ -345,7 +365,7 @@ void Client::close() {
 
 Stats Client::stats() const {
   return {impl_->requests.load(), impl_->wire_in.load(), impl_->chunk_wire_in.load(), impl_->logical_in.load(),
-          impl_->wire_out.load()};
+          impl_->wire_out.load(), impl_->retried.load()};
 }
 
 asio::awaitable<Result<std::uint64_t>> Client::last_change() {

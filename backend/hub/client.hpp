@@ -10,10 +10,12 @@
 //    concurrently. Each request has the options' timeout (plus, for a
 //    request body, a millisecond per kilobyte to send it); a connection that
 //    fails is dropped and the request fails (calls are not retried here: the
-//    caller knows which are idempotent).
+//    caller knows which are idempotent), except chunk fetches (below).
 //  - fetch() returns exactly the requested chunks, each verified against
-//    its SHA-256; a response cut short or corrupted fails the whole call, so
-//    wrong bytes are never returned.
+//    its SHA-256, so wrong bytes are never returned. A batch whose
+//    connection is cut keeps the chunks that arrived whole and asks for the
+//    rest on a fresh connection, a bounded number of times (4 attempts in
+//    all); then, or on a corrupted answer, the whole call fails.
 #pragma once
 
 #include "backend/hub/remote.hpp"

@@ -106,6 +106,7 @@ struct Stats {
   std::uint64_t chunk_wire_bytes_in = 0;  // of which chunk frames (set against logical_bytes_in)
   std::uint64_t logical_bytes_in = 0;  // chunk bytes after decompression
   std::uint64_t wire_bytes_out = 0;    // request bodies sent
+  std::uint64_t batch_retries = 0;     // chunk batches cut mid-way and asked for again
 };
 
 // One change of the remote, as an invalidation (PROTOCOL.md, "Change feed").

@@ -100,7 +100,7 @@ struct SpokeMount {
 // The spoke's chunk cache, shared by all mounts: RAM, then files in
 // DATA_DIR/spoke-cache.
 struct SpokeCacheOptions {
-  std::uint64_t ram_bytes = 256ull << 20;
+  std::uint64_t ram_bytes = 0;  // 0: a quarter of the memory the process may use
   std::uint64_t ssd_bytes = 8ull << 30;
 };
 
@@ -122,6 +122,7 @@ struct SpokeMountStats {
   // frames on the wire against the chunk bytes they carried (compression).
   std::uint64_t requests = 0, wire_bytes_in = 0, wire_bytes_out = 0;
   std::uint64_t chunk_wire_bytes = 0, chunk_logical_bytes = 0;
+  std::uint64_t batch_retries = 0;  // chunk batches cut mid-way whose missing part was asked for again
   // Chunks this mount's reads looked for: found in the shared chunk cache
   // (hits, never fetched: the dedup saving), or not (misses).
   std::uint64_t cache_hits = 0, cache_hit_bytes = 0, cache_misses = 0, cache_miss_bytes = 0;

@@ -8,6 +8,7 @@
 #include "backend/connectors/smb_source.hpp"
 #include "backend/hub/client.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -135,6 +136,29 @@ void start_feed(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& 
 bool is_stopped(Mount& m) {
   std::lock_guard lock(m.mu);
   return m.stopped;
+}
+
+// A strict mount whose feed was lost moments ago (most likely a cut
+// connection: the feed reconnects at once) lets a call wait until
+// kFeedGrace after the loss for it to come back, rather than fail.
+constexpr auto kFeedGrace = std::chrono::seconds(2);
+constexpr auto kFeedPoll = std::chrono::milliseconds(10);
+
+asio::awaitable<void> wait_for_lost_feed(Mount& m) {
+  std::chrono::nanoseconds left;
+  {
+    std::lock_guard lock(m.mu);
+    if (m.stopped || !m.spec.strict || m.connected() || m.state_since_ns == 0) co_return;
+    left = kFeedGrace - std::chrono::nanoseconds(now_ns() - m.state_since_ns);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + left;
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (std::chrono::steady_clock::now() < deadline) {
+    timer.expires_after(kFeedPoll);
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    std::lock_guard lock(m.mu);
+    if (m.stopped || m.connected()) co_return;
+  }
 }
 
 }  // namespace
@@ -623,6 +647,8 @@ Task<Attr> Spokes::getattr(const OpContext& ctx, Ino ino) {
   if (auto s = ns_.check_ctx(ctx, std::chrono::steady_clock::now()); !s) co_return s.error();
   auto w = where(*state_, *ns_.kv, ino);
   if (!w) co_return w.error();
+  auto lost = wait_for_lost_feed(*w->mount);
+  co_await std::move(lost);
   auto op = hub_attr(*w->mount, ino, w->shadow);
   auto a = co_await std::move(op);
   if (!a) co_return a.error();

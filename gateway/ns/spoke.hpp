@@ -29,7 +29,8 @@
 // only if no invalidation arrived while it was in flight. open() and stage()
 // first wait (briefly) until the feed has applied every change the hub had
 // made when they began: close-to-open across sites. Hub unreachable: a
-// strict mount fails every call at once with Errc::unavailable; an
+// strict mount fails every call at once with Errc::unavailable (a feed
+// lost moments ago is waited for briefly: a cut is not an outage); an
 // available mount serves what it has cached, fails the rest, and refuses
 // changes with Errc::read_only.
 //

@@ -69,6 +69,7 @@ SpokeMountStats mount_stats(Mount& m) {
   s.wire_bytes_out = h.wire_bytes_out;
   s.chunk_wire_bytes = h.chunk_wire_bytes_in;
   s.chunk_logical_bytes = h.logical_bytes_in;
+  s.batch_retries = h.batch_retries;
   s.cache_hits = m.hits;
   s.cache_hit_bytes = m.hit_bytes;
   s.cache_misses = m.misses;
@@ -131,10 +132,10 @@ SpokeCacheStats cache_stats(const State& st) {
   if (!st.cache_open.load(std::memory_order_acquire)) return out;
   const cache::ChunkCacheStats c = st.chunks->stats();
   out.ram_bytes = c.ram_bytes;
-  out.ram_budget = st.cache_options.ram_bytes;
+  out.ram_budget = c.ram_budget;
   out.ram_chunks = c.ram_chunks;
   out.ssd_bytes = c.ssd_bytes;
-  out.ssd_budget = st.cache_options.ssd_bytes;
+  out.ssd_budget = c.ssd_budget;
   out.ssd_chunks = c.ssd_chunks;
   out.ram_hits = c.ram_hits;
   out.ssd_hits = c.ssd_hits;

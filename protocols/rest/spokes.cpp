@@ -25,6 +25,7 @@ nlohmann::json mount_json(const ns::SpokeMountStats& m) {
   transfer["wire_bytes_out"] = m.wire_bytes_out;
   transfer["chunk_wire_bytes"] = m.chunk_wire_bytes;
   transfer["chunk_logical_bytes"] = m.chunk_logical_bytes;
+  transfer["batch_retries"] = m.batch_retries;
   transfer["compression_saved_bytes"] =
       m.chunk_logical_bytes > m.chunk_wire_bytes ? m.chunk_logical_bytes - m.chunk_wire_bytes : 0;
   nlohmann::json cache;

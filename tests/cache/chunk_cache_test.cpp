@@ -13,6 +13,9 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
+
+#include <unistd.h>
 
 #include "../support/temp_dir.hpp"
 
@@ -41,7 +44,7 @@ TEST_CASE("chunk cache: RAM within its budget, victims move to the SSD tier and 
   ChunkCacheOptions o;
   o.ram_bytes = 3000;
   o.ssd_dir = dir / "chunks";
-  o.ssd_bytes = 5000;
+  o.ssd_bytes = 5500;  // five of these chunks with their record heads, not six
   auto cache = ChunkCache::open(o);
   REQUIRE(cache.has_value());
   auto& c = **cache;
@@ -53,7 +56,7 @@ TEST_CASE("chunk cache: RAM within its budget, victims move to the SSD tier and 
   auto s = c.stats();
   CHECK(s.ram_bytes <= 3000);
   CHECK(s.ram_chunks == 3);
-  CHECK(s.ssd_bytes <= 5000);
+  CHECK(s.ssd_bytes <= 5500);
   CHECK(s.ssd_chunks == 5);
   CHECK(s.evictions == 0);
   // The newest are in RAM, the next in SSD files; holds() says which
@@ -77,15 +80,16 @@ TEST_CASE("chunk cache: RAM within its budget, victims move to the SSD tier and 
   CHECK(c.stats().evictions >= 1);
   CHECK_FALSE(c.get(digest_of(chunk(0))));
 
-  // Damaged SSD files are dropped, never returned: every SSD file is
+  // Damaged SSD records are dropped, never returned: every segment file is
   // overwritten; what still comes back is from RAM and right.
   int damaged = 0;
-  for (auto& f : std::filesystem::recursive_directory_iterator(o.ssd_dir)) {
-    if (!f.is_regular_file()) continue;
-    std::ofstream(f.path(), std::ios::binary | std::ios::trunc) << "garbage";
+  for (auto& f : std::filesystem::directory_iterator(o.ssd_dir)) {
+    std::string garbage(f.file_size(), 'x');
+    std::ofstream(f.path(), std::ios::binary | std::ios::in) << garbage;
     ++damaged;
   }
-  REQUIRE(damaged == static_cast<int>(c.stats().ssd_chunks));
+  REQUIRE(damaged > 0);
+  const auto ram_chunks = c.stats().ram_chunks;
   int returned = 0;
   for (unsigned i = 0; i < 10; ++i) {
     if (auto got = c.get(digest_of(chunk(i)))) {
@@ -93,7 +97,7 @@ TEST_CASE("chunk cache: RAM within its budget, victims move to the SSD tier and 
       ++returned;
     }
   }
-  CHECK(returned == static_cast<int>(c.stats().ram_chunks));
+  CHECK(returned == static_cast<int>(ram_chunks));
   CHECK(c.stats().corrupt >= 1);
 }
 
@@ -108,12 +112,110 @@ TEST_CASE("chunk cache: the SSD tier survives a restart") {
     REQUIRE(c.has_value());
     for (unsigned i = 0; i < 5; ++i) REQUIRE((*c)->put(digest_of(chunk(i)), chunk(i)));
   }
+  // A crash left half a record at the end of the newest segment, and
+  // something else lies in the directory.
+  std::filesystem::path newest;
+  for (auto& f : std::filesystem::directory_iterator(o.ssd_dir)) newest = std::max(newest, f.path());
+  const auto whole_size = std::filesystem::file_size(newest);
+  std::ofstream(newest, std::ios::binary | std::ios::app) << "WCH1" << chunk(99, 30);
+  std::ofstream(o.ssd_dir / "stray") << "not a segment";
   auto again = ChunkCache::open(o);
   REQUIRE(again.has_value());
   CHECK((*again)->stats().ssd_chunks == 4);  // the last one was only in RAM
-  auto got = (*again)->get(digest_of(chunk(0)));
-  REQUIRE(got);
-  CHECK(*got == chunk(0));
+  CHECK(std::filesystem::file_size(newest) == whole_size);
+  CHECK_FALSE(std::filesystem::exists(o.ssd_dir / "stray"));
+  for (unsigned i = 0; i < 4; ++i) {
+    auto got = (*again)->get(digest_of(chunk(i)));
+    REQUIRE(got);
+    CHECK(*got == chunk(i));
+  }
+  CHECK((*again)->stats().corrupt == 0);
+  // Writing goes on in new segments.
+  for (unsigned i = 10; i < 15; ++i) REQUIRE((*again)->put(digest_of(chunk(i)), chunk(i)));
+  CHECK((*again)->holds(digest_of(chunk(10))) == ChunkCache::Held::ssd);
+  CHECK(*(*again)->get(digest_of(chunk(10))) == chunk(10));
+}
+
+TEST_CASE("chunk cache: the SSD tier keeps chunks in segments within its budget; chunks read again stay longest") {
+  weft::test::TempDir dir;
+  ChunkCacheOptions o;
+  o.ram_bytes = 1024;  // one chunk
+  o.ssd_dir = dir / "chunks";
+  o.ssd_bytes = 256 << 10;  // about 240 chunks, in segments of 8 KiB
+  auto cache = ChunkCache::open(o);
+  REQUIRE(cache.has_value());
+  auto& c = **cache;
+  const Digest kept = digest_of(chunk(0, 1024));
+  for (unsigned i = 0; i < 2000; ++i) {
+    REQUIRE(c.put(digest_of(chunk(i, 1024)), chunk(i, 1024)));
+    // One chunk is read now and then: it must outlive the others of its time.
+    if (i % 20 == 10) {
+      auto got = c.get(kept);
+      REQUIRE_MESSAGE(got, "after ", i, " chunks");
+      CHECK(*got == chunk(0, 1024));
+    }
+  }
+  const auto s = c.stats();
+  CHECK(s.ssd_bytes <= o.ssd_bytes);
+  CHECK(s.ssd_bytes > o.ssd_bytes / 2);
+  CHECK(s.ssd_chunks > 120);
+  CHECK(s.evictions > 1500);
+  CHECK(s.corrupt == 0);
+  // Many chunks share a file.
+  std::size_t files = 0;
+  for ([[maybe_unused]] auto& f : std::filesystem::directory_iterator(o.ssd_dir)) ++files;
+  CHECK(files * 4 < s.ssd_chunks);
+  CHECK_FALSE(c.get(digest_of(chunk(1, 1024))));  // old and never read again
+  CHECK(c.get(digest_of(chunk(1999, 1024))));
+}
+
+TEST_CASE("chunk cache: concurrent readers and writers across eviction only ever get the right bytes") {
+  weft::test::TempDir dir;
+  ChunkCacheOptions o;
+  o.ram_bytes = 64 << 10;
+  o.ssd_dir = dir / "chunks";
+  o.ssd_bytes = 512 << 10;
+  auto cache = ChunkCache::open(o);
+  REQUIRE(cache.has_value());
+  auto& c = **cache;
+  std::vector<std::string> chunks;
+  std::vector<Digest> digests;
+  for (unsigned i = 0; i < 400; ++i) {
+    chunks.push_back(chunk(i, 2000 + i * 10));
+    digests.push_back(digest_of(chunks.back()));
+  }
+  std::atomic<int> wrong{0}, found{0};
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      for (int n = 0; n < 4000; ++n) {
+        const std::size_t i = rng() % chunks.size();
+        if (rng() % 2) {
+          c.put(digests[i], chunks[i]);
+        } else if (auto got = c.get(digests[i])) {
+          if (*got != chunks[i]) wrong++;
+          found++;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(wrong == 0);
+  CHECK(found > 1000);
+  const auto s = c.stats();
+  CHECK(s.ssd_bytes <= o.ssd_bytes);
+  CHECK(s.ssd_hits > 0);
+  CHECK(s.corrupt == 0);
+}
+
+TEST_CASE("chunk cache: the default RAM budget is a quarter of memory") {
+  const std::uint64_t memory = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  CHECK(default_ram_bytes() > 0);
+  CHECK(default_ram_bytes() <= memory / 4);
+  auto cache = ChunkCache::open(ChunkCacheOptions{});
+  REQUIRE(cache.has_value());
+  CHECK((*cache)->stats().ram_budget == default_ram_bytes());
 }
 
 TEST_CASE("chunk cache: concurrent misses of one chunk run one fetch; errors and wrong bytes reach every waiter") {

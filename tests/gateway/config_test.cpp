@@ -67,6 +67,9 @@ void check_defaults(const Config& c) {
   CHECK(c.ns.max_file_size == ns_defaults.max_file_size);
   CHECK(c.ns.blocking_threads == ns_defaults.blocking_threads);
   CHECK(c.ns.metadata_cache_bytes == ns_defaults.metadata_cache_bytes);
+  const weft::ns::SpokeCacheOptions spoke_cache_defaults;
+  CHECK(c.spoke_cache.ram_bytes == spoke_cache_defaults.ram_bytes);
+  CHECK(c.spoke_cache.ssd_bytes == spoke_cache_defaults.ssd_bytes);
 }
 
 }  // namespace
@@ -358,6 +361,17 @@ TEST_CASE("audit log settings") {
   CHECK(error_of(R"({"audit": {"max_files": 0}})") == "config: audit.max_files: must be between 1 and 100000, got 0");
   CHECK(error_of(R"({"audit": {"rotate": true}})")
             .starts_with("config: audit.rotate: unknown key (expected one of dir, max_file_bytes,"));
+}
+
+TEST_CASE("spoke chunk cache budgets") {
+  auto c = parse(R"({"spoke_cache": {"ram_bytes": 1073741824, "ssd_bytes": 0}})");
+  REQUIRE(c.has_value());
+  CHECK(c->spoke_cache.ram_bytes == 1073741824);
+  CHECK(c->spoke_cache.ssd_bytes == 0);
+  CHECK(error_of(R"({"spoke_cache": {"ram_bytes": -1}})") ==
+        "config: spoke_cache.ram_bytes: expected a non-negative integer, got a negative integer");
+  CHECK(error_of(R"({"spoke_cache": {"ssd": 1}})")
+            .starts_with("config: spoke_cache.ssd: unknown key (expected one of ram_bytes, ssd_bytes"));
 }
 
 TEST_CASE("spoke mounts: from the file and from --spoke, each mistake named") {

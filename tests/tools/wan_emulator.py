@@ -24,6 +24,8 @@ Control socket: one command per line, one JSON answer per line.
                       been delivered towards the client (a cut mid-transfer)
     down              cut everything and refuse new connections (accepted,
                       then reset at once) until `up`
+    down_after BYTES  `down` once BYTES more bytes have been delivered
+                      towards the client (an outage mid-transfer)
     up                accept again
     stats             {"connections", "accepted", "up_bytes", "down_bytes", ...}
 SIGUSR1 does `cut`, for scripts without a control connection. Standard
@@ -82,6 +84,7 @@ class Link:
         self.cuts = 0
         self.is_down = False
         self.cut_after = None  # down bytes still to deliver before a cut
+        self.down_at_cut = False  # that cut takes the link down (down_after)
 
     def stats(self):
         return {
@@ -107,6 +110,7 @@ class Link:
         self.cut_after -= n
         if self.cut_after <= 0:
             self.cut_after = None
+            self.is_down = self.is_down or self.down_at_cut
             self.cut_all()
 
 
@@ -331,8 +335,9 @@ class Emulator:
                     link.rate = float(words[1])
                 elif cmd == "cut":
                     link.cut_all()
-                elif cmd == "cut_after":
+                elif cmd in ("cut_after", "down_after"):
                     link.cut_after = int(words[1])
+                    link.down_at_cut = cmd == "down_after"
                 elif cmd == "down":
                     link.is_down = True
                     link.cut_all()

@@ -212,6 +212,22 @@ class WanEmulatorTest(unittest.TestCase):
                 pass
         self.assertEqual(e.command("stats")["cuts"], 1)
 
+    def test_down_after_bytes_cuts_midway_and_refuses_until_up(self):
+        e = self.emulator("--rate", str(8 << 20))
+        e.command("down_after %d" % (1 << 20))
+        with e.connect("send %d" % (8 << 20)) as s:
+            with self.assertRaises((ConnectionError, OSError)):
+                recv_all(s)
+        self.assertTrue(e.command("stats")["down"])
+        with self.assertRaises((ConnectionError, OSError)):
+            with e.connect("echo") as s:
+                s.sendall(b"a")
+                recv_exactly(s, 1)
+        e.command("up")
+        with e.connect("echo") as s:
+            s.sendall(b"a")
+            self.assertEqual(recv_exactly(s, 1), b"a")
+
     def test_down_refuses_until_up(self):
         e = self.emulator()
         e.command("down")

@@ -71,20 +71,23 @@ SPOKE_PROTOCOLS = ("rest", "s3", "sftp", "nfs")
 class Spoke(Gateway):
     """A spoke `weft serve` mounting `remote` of `hub_url` at `local` (by
     config, or by flags; `local` None: no mount, one is added at run time),
-    serving `protocols`."""
+    serving `protocols`; `spoke_cache`: the config's chunk cache budgets."""
 
     def __init__(self, weft, hub, hub_url, mode="strict", flags=False, protocols=SPOKE_PROTOCOLS, region=None,
-                 local="/datasets", remote="data/datasets"):
+                 local="/datasets", remote="data/datasets", spoke_cache=None):
         credentials = str(hub.data / "credentials.json")
         self.protocols = protocols
-        args, config = [], None
+        args, config = [], {}
         if flags:
             args = ["--spoke", "%s=%s/%s" % (local, hub_url, remote),
                     "--spoke-credentials", credentials, "--spoke-mode", mode]
         elif local:
-            config = {"spokes": [{"local": local, "hub": hub_url, "remote": remote,
-                                  "credentials": credentials, "mode": mode}]}
-        super().__init__(weft, protocols=protocols, prefix="weft-spoke-", region=region, args=args, config=config)
+            config["spokes"] = [{"local": local, "hub": hub_url, "remote": remote,
+                                 "credentials": credentials, "mode": mode}]
+        if spoke_cache:
+            config["spoke_cache"] = spoke_cache
+        super().__init__(weft, protocols=protocols, prefix="weft-spoke-", region=region, args=args,
+                         config=config or None)
 
     def restart(self):
         """SIGTERM (exit 0), then `weft serve` again on the same data directory."""

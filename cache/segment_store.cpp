@@ -1,0 +1,248 @@
+#include "cache/segment_store.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+
+namespace weft::cache {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A record's head: magic, the chunk's length (little-endian), its digest.
+constexpr std::uint32_t kMagic = 0x31484357;  // "WCH1" on disk
+constexpr std::size_t kHead = 4 + 4 + 32;
+// Larger lengths in a head are damage (chunks are at most a few hundred KiB).
+constexpr std::uint32_t kMaxRecord = 64u << 20;
+// Segments: about 1/32 of the budget each (what one eviction frees), at
+// most 64 MiB; so the tier keeps a few dozen descriptors open.
+constexpr std::uint64_t kSegmentsPerBudget = 32;
+constexpr std::uint64_t kMaxSegmentBytes = 64ull << 20;
+constexpr std::string_view kSuffix = ".seg";
+
+void put_le32(char* at, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) at[i] = static_cast<char>(v >> (8 * i));
+}
+
+std::uint32_t get_le32(const char* at) {
+  std::uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = v << 8 | static_cast<std::uint8_t>(at[i]);
+  return v;
+}
+
+std::string segment_name(std::uint64_t seq) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, seq >>= 4) s[static_cast<std::size_t>(i)] = kHex[seq & 15];
+  return s + std::string(kSuffix);
+}
+
+// The sequence number a segment file's name carries, if it is one.
+std::optional<std::uint64_t> segment_seq(const std::string& name) {
+  if (name.size() != 16 + kSuffix.size() || !name.ends_with(kSuffix)) return std::nullopt;
+  std::uint64_t seq = 0;
+  auto [end, ec] = std::from_chars(name.data(), name.data() + 16, seq, 16);
+  if (ec != std::errc() || end != name.data() + 16 || seq == 0) return std::nullopt;
+  return seq;
+}
+
+bool pread_fully(int fd, char* out, std::size_t n, std::uint64_t offset) {
+  while (n > 0) {
+    const ssize_t got = ::pread(fd, out, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    out += got;
+    n -= static_cast<std::size_t>(got);
+    offset += static_cast<std::uint64_t>(got);
+  }
+  return true;
+}
+
+}  // namespace
+
+struct SegmentStore::Segment {
+  Segment(std::uint64_t seq, fs::path path, int fd) : seq(seq), path(std::move(path)), fd(fd) {}
+  ~Segment() { ::close(fd); }
+  const std::uint64_t seq;
+  const fs::path path;
+  const int fd;
+  std::uint64_t size = 0;        // written; changed with append_mu_ and mu_ held
+  std::vector<Digest> digests;  // guarded by mu_: its records (an index entry may point elsewhere since)
+};
+
+SegmentStore::SegmentStore(fs::path dir, std::uint64_t budget)
+    : dir_(std::move(dir)),
+      budget_(budget),
+      segment_bytes_(std::clamp<std::uint64_t>(budget / kSegmentsPerBudget, 1, kMaxSegmentBytes)) {}
+
+SegmentStore::~SegmentStore() = default;
+
+Result<std::unique_ptr<SegmentStore>> SegmentStore::open(fs::path dir, std::uint64_t budget) {
+  std::unique_ptr<SegmentStore> s(new SegmentStore(std::move(dir), budget));
+  std::error_code ec;
+  fs::create_directories(s->dir_, ec);
+  if (ec) return ec;
+  std::vector<std::uint64_t> seqs;
+  std::vector<fs::path> strays;
+  for (auto it = fs::directory_iterator(s->dir_, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    auto seq = it->is_regular_file() ? segment_seq(it->path().filename().string()) : std::nullopt;
+    if (seq)
+      seqs.push_back(*seq);
+    else
+      strays.push_back(it->path());  // an older layout's files: the directory is the tier's own
+  }
+  if (ec) return ec;
+  for (const auto& p : strays) fs::remove_all(p, ec);
+  std::sort(seqs.begin(), seqs.end());
+  std::lock_guard lock(s->mu_);
+  for (std::uint64_t seq : seqs) {
+    const fs::path path = s->dir_ / segment_name(seq);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return std::error_code(errno, std::generic_category());
+    auto seg = std::make_shared<Segment>(seq, path, fd);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return std::error_code(errno, std::generic_category());
+    const std::uint64_t file_size = static_cast<std::uint64_t>(st.st_size);
+    // Records up to the first head that is not one, or that promises more
+    // than the file holds (a write a crash cut short): the rest is cut off.
+    std::uint64_t at = 0;
+    char head[kHead];
+    while (at + kHead <= file_size && pread_fully(fd, head, kHead, at)) {
+      const std::uint32_t length = get_le32(head + 4);
+      if (get_le32(head) != kMagic || length > kMaxRecord || at + kHead + length > file_size) break;
+      Digest d;
+      std::memcpy(d.data(), head + 8, d.size());
+      s->index_[d] = Where{seg, at + kHead, length};  // a later copy of a chunk wins
+      seg->digests.push_back(d);
+      at += kHead + length;
+    }
+    if (at < file_size && ::ftruncate(fd, static_cast<off_t>(at)) != 0)
+      return std::error_code(errno, std::generic_category());
+    seg->size = at;
+    s->stats_.bytes += at;
+    s->segments_.push_back(std::move(seg));
+    s->next_seq_ = seq + 1;
+  }
+  // The budget may have shrunk since.
+  std::vector<std::shared_ptr<Segment>> doomed;
+  while (s->stats_.bytes > s->budget_ && !s->segments_.empty()) doomed.push_back(s->evict_oldest_locked());
+  for (const auto& seg : doomed) fs::remove(seg->path, ec);
+  return s;
+}
+
+bool SegmentStore::holds(const Digest& d) const {
+  std::lock_guard lock(mu_);
+  return index_.contains(d);
+}
+
+Bytes SegmentStore::read(const Digest& d) {
+  Where w;
+  {
+    std::lock_guard lock(mu_);
+    auto it = index_.find(d);
+    if (it == index_.end()) return nullptr;
+    w = it->second;
+  }
+  std::string bytes(w.length, '\0');
+  if (pread_fully(w.segment->fd, bytes.data(), bytes.size(), w.offset) && sha256(bytes) == d)
+    return std::make_shared<const std::string>(std::move(bytes));
+  std::lock_guard lock(mu_);
+  if (auto it = index_.find(d); it != index_.end() && it->second.segment == w.segment && it->second.offset == w.offset)
+    index_.erase(it);
+  stats_.corrupt++;
+  return nullptr;
+}
+
+std::shared_ptr<SegmentStore::Segment> SegmentStore::start_segment() {
+  const std::uint64_t seq = next_seq_++;
+  fs::path path = dir_ / segment_name(seq);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return nullptr;
+  auto seg = std::make_shared<Segment>(seq, std::move(path), fd);
+  std::lock_guard lock(mu_);
+  segments_.push_back(seg);
+  return seg;
+}
+
+std::uint64_t SegmentStore::newer_half_locked() const {
+  std::uint64_t bytes = 0;
+  for (auto it = segments_.rbegin(); it != segments_.rend(); ++it) {
+    bytes += (*it)->size;
+    if (bytes >= budget_ / 2) return (*it)->seq;
+  }
+  return 0;
+}
+
+std::shared_ptr<SegmentStore::Segment> SegmentStore::evict_oldest_locked() {
+  auto seg = std::move(segments_.front());
+  segments_.pop_front();
+  for (const Digest& d : seg->digests) {
+    auto it = index_.find(d);
+    if (it == index_.end() || it->second.segment != seg) continue;
+    index_.erase(it);
+    stats_.evictions++;
+  }
+  stats_.bytes -= seg->size;
+  return seg;
+}
+
+void SegmentStore::write(const std::vector<std::pair<Digest, Bytes>>& chunks) {
+  std::vector<std::shared_ptr<Segment>> doomed;
+  {
+    std::lock_guard append(append_mu_);
+    std::uint64_t newer_half;
+    {
+      std::lock_guard lock(mu_);
+      newer_half = newer_half_locked();
+    }
+    for (const auto& [d, bytes] : chunks) {
+      {
+        std::lock_guard lock(mu_);
+        auto it = index_.find(d);
+        if (it != index_.end() && it->second.segment->seq >= newer_half) continue;
+      }
+      if (bytes->size() > kMaxRecord) continue;
+      if (!active_ || active_->size >= segment_bytes_) active_ = start_segment();
+      if (!active_) break;  // the directory is unusable: nothing more goes down
+      char head[kHead];
+      put_le32(head, kMagic);
+      put_le32(head + 4, static_cast<std::uint32_t>(bytes->size()));
+      std::memcpy(head + 8, d.data(), d.size());
+      iovec parts[2] = {{head, kHead}, {const_cast<char*>(bytes->data()), bytes->size()}};
+      const std::uint64_t at = active_->size;
+      const ssize_t n = ::pwritev(active_->fd, parts, 2, static_cast<off_t>(at));
+      if (n != static_cast<ssize_t>(kHead + bytes->size())) {
+        // Full or failing: the next write starts a segment of its own (what
+        // this one left past the last record is cut off by the next open).
+        active_.reset();
+        continue;
+      }
+      std::lock_guard lock(mu_);
+      active_->size += static_cast<std::uint64_t>(n);
+      active_->digests.push_back(d);
+      stats_.bytes += static_cast<std::uint64_t>(n);
+      index_[d] = Where{active_, at + kHead, static_cast<std::uint32_t>(bytes->size())};
+    }
+    std::lock_guard lock(mu_);
+    while (stats_.bytes > budget_ && !segments_.empty()) {
+      doomed.push_back(evict_oldest_locked());
+      if (doomed.back() == active_) active_.reset();
+    }
+  }
+  std::error_code ec;
+  for (const auto& seg : doomed) fs::remove(seg->path, ec);
+}
+
+SegmentStore::Stats SegmentStore::stats() const {
+  std::lock_guard lock(mu_);
+  Stats s = stats_;
+  s.chunks = index_.size();
+  return s;
+}
+
+}  // namespace weft::cache
