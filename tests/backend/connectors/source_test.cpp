@@ -14,16 +14,15 @@
 //   nfs: WEFT_CONN_NFS_URL, _DENIED_UID (a uid the server refuses),
 //        _RO_URL and _RO_UID (an export that uid may only read)
 //   smb: WEFT_CONN_SMB_SERVER, _SHARE, _USER, _PASSWORD, _RO_SHARE
+#include "../../support/io_thread.hpp"
 #include "backend/connectors/nfs_source.hpp"
 #include "backend/connectors/poller.hpp"
 #include "backend/connectors/s3_source.hpp"
 #include "backend/connectors/smb_source.hpp"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/use_future.hpp>
 #include <doctest/doctest.h>
 
 #include <spawn.h>
@@ -54,21 +53,6 @@ std::string env_or(const char* name, std::string fallback) {
   return v ? v : fallback;
 }
 
-struct Loop {
-  asio::io_context io;
-  asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
-  std::thread thread{[this] { io.run(); }};
-  ~Loop() {
-    guard.reset();
-    io.stop();
-    thread.join();
-  }
-  template <class T>
-  T wait(asio::awaitable<T> a) {
-    return asio::co_spawn(io, std::move(a), asio::use_future).get();
-  }
-};
-
 // How a test wants its source to differ from the plain one.
 struct Variant {
   bool read_only = false;
@@ -85,7 +69,7 @@ unsigned short closed_port() {
   return a.local_endpoint().port();  // closed when `a` goes
 }
 
-std::shared_ptr<Source> open_source(Loop& loop, const Variant& v = {}) {
+std::shared_ptr<Source> open_source(weft::test::IoThread& loop, const Variant& v = {}) {
   const std::string kind = env("WEFT_CONN_KIND");
   const std::string nowhere = "127.0.0.1:" + std::to_string(closed_port());
   Result<std::shared_ptr<Source>> s = failure(Errc::invalid, "unknown WEFT_CONN_KIND " + kind);
@@ -186,7 +170,7 @@ std::vector<Change> sorted(std::vector<Change> c) {
 TEST_SUITE("common") {
 
 TEST_CASE("stat: the root, directories, files; missing and malformed paths") {
-  Loop loop;
+  weft::test::IoThread loop;
   auto src = open_source(loop);
   auto root = loop.wait(src->stat(""));
   REQUIRE_OK(root);
@@ -210,7 +194,7 @@ TEST_CASE("stat: the root, directories, files; missing and malformed paths") {
 }
 
 TEST_CASE("list: entries in name order with the attributes stat gives") {
-  Loop loop;
+  weft::test::IoThread loop;
   auto src = open_source(loop);
   auto listing = loop.wait(src->list("tree"));
   REQUIRE_OK(listing);
@@ -228,7 +212,7 @@ TEST_CASE("list: entries in name order with the attributes stat gives") {
 }
 
 TEST_CASE("list: a large directory arrives whole (S3: over several pages)") {
-  Loop loop;
+  weft::test::IoThread loop;
   auto src = open_source(loop);
   const std::size_t n = std::stoul(env("WEFT_CONN_MANY"));
   auto listing = loop.wait(src->list("many"));
@@ -244,7 +228,7 @@ TEST_CASE("list: a large directory arrives whole (S3: over several pages)") {
 }
 
 TEST_CASE("read: ranges, the end of the file, directories, limits") {
-  Loop loop;
+  weft::test::IoThread loop;
   auto src = open_source(loop);
   const std::string big = expected_big();
   auto a = loop.wait(src->stat("tree/big.bin"));
@@ -273,7 +257,7 @@ TEST_CASE("read: ranges, the end of the file, directories, limits") {
 }
 
 TEST_CASE("read: many at once, over the source's connections") {
-  Loop loop;
+  weft::test::IoThread loop;
   auto src = open_source(loop);
   const std::string big = expected_big();
   constexpr std::size_t kReads = 24, kLength = 256 << 10;
@@ -296,7 +280,7 @@ TEST_CASE("read: many at once, over the source's connections") {
 }
 
 TEST_CASE("read: a file changed under its reader fails with changed") {
-  Loop loop;
+  weft::test::IoThread loop;
   auto src = open_source(loop);
   mutate({"put", "volatile/v.txt", "first content"});
   auto before = loop.wait(src->stat("volatile/v.txt"));
@@ -315,7 +299,7 @@ TEST_CASE("read: a file changed under its reader fails with changed") {
 }
 
 TEST_CASE("Poller: changes made by another client are reported, once") {
-  Loop loop;
+  weft::test::IoThread loop;
   auto src = open_source(loop);
   mutate({"put", "watch/a.txt", "aaaa"});
   mutate({"put", "watch/b.txt", "bbbb"});
@@ -355,7 +339,7 @@ TEST_CASE("Poller: changes made by another client are reported, once") {
 }
 
 TEST_CASE("Poller: run() reports on its own until stopped") {
-  Loop loop;
+  weft::test::IoThread loop;
   auto src = open_source(loop);
   mutate({"put", "running/x.txt", "x"});
   PollerOptions o;
@@ -390,7 +374,7 @@ TEST_CASE("Poller: run() reports on its own until stopped") {
 }
 
 TEST_CASE("write-back: write, replace, rename, mkdir, remove") {
-  Loop loop;
+  weft::test::IoThread loop;
   auto src = open_source(loop);
   mutate({"put", "wb/keep.txt", "kept"});
   const std::string first = pattern((3 << 20) + 17, 1), second = pattern(1000, 2);
@@ -449,7 +433,7 @@ TEST_CASE("write-back: write, replace, rename, mkdir, remove") {
 }
 
 TEST_CASE("write-back: a read-only source refuses without asking the remote") {
-  Loop loop;
+  weft::test::IoThread loop;
   Variant v;
   v.read_only = true;
   auto src = open_source(loop, v);
@@ -461,7 +445,7 @@ TEST_CASE("write-back: a read-only source refuses without asking the remote") {
 }
 
 TEST_CASE("errors: a remote where nothing listens is unavailable") {
-  Loop loop;
+  weft::test::IoThread loop;
   Variant v;
   v.unreachable = true;
   auto src = open_source(loop, v);
@@ -478,7 +462,7 @@ TEST_CASE("S3 errors: a wrong secret is refused (on servers that check signature
     MESSAGE("SKIPPED: this S3 server does not check signatures");
     return;
   }
-  Loop loop;
+  weft::test::IoThread loop;
   Variant v;
   v.wrong_secret = true;
   auto src = open_source(loop, v);
@@ -491,7 +475,7 @@ TEST_CASE("S3 over HTTPS: a certificate nobody vouches for is refused") {
     MESSAGE("SKIPPED: this S3 server is reached over plain HTTP");
     return;
   }
-  Loop loop;
+  weft::test::IoThread loop;
   Variant v;
   v.system_ca = true;  // the server's certificate is self-signed
   auto src = open_source(loop, v);
@@ -501,7 +485,7 @@ TEST_CASE("S3 over HTTPS: a certificate nobody vouches for is refused") {
 }
 
 TEST_CASE("S3: a prefix cannot be renamed") {
-  Loop loop;
+  weft::test::IoThread loop;
   auto src = open_source(loop);
   CHECK(code_of(loop.wait(src->rename("tree/sub", "tree/sub2"))) == Errc::not_supported);
 }
@@ -511,7 +495,7 @@ TEST_CASE("S3: a prefix cannot be renamed") {
 TEST_SUITE("nfs") {
 
 TEST_CASE("NFS errors: a refused uid, a read-only export, a file as a directory") {
-  Loop loop;
+  weft::test::IoThread loop;
   Variant denied;
   denied.uid = std::stoi(env("WEFT_CONN_NFS_DENIED_UID"));
   auto refused = open_source(loop, denied);
@@ -534,7 +518,7 @@ TEST_CASE("NFS errors: a refused uid, a read-only export, a file as a directory"
 TEST_SUITE("smb") {
 
 TEST_CASE("SMB errors: a wrong password, a read-only share") {
-  Loop loop;
+  weft::test::IoThread loop;
   Variant wrong;
   wrong.wrong_secret = true;
   auto refused = open_source(loop, wrong);

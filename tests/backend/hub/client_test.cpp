@@ -5,16 +5,14 @@
 //   WEFT_HUB_USER, WEFT_HUB_PASSWORD, WEFT_HUB_EXPECT (a local copy of the
 //   seeded data/seed/big.bin), WEFT_HUB_WAN_RATE (bytes/s of the link),
 //   WEFT_HUB_OUTAGE_MS (how long the link stays down in the feed test).
+#include "../../support/io_thread.hpp"
 #include "backend/hub/client.hpp"
 #include "backend/hub/feed.hpp"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
-#include <boost/asio/use_future.hpp>
 #include <boost/asio/write.hpp>
 #include <doctest/doctest.h>
 
@@ -37,23 +35,6 @@ std::string env(const char* name) {
   return v;
 }
 
-// An io_context on its own thread for the client and the feed; calls wait
-// for their coroutine's result.
-struct Loop {
-  asio::io_context io;
-  asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
-  std::thread thread{[this] { io.run(); }};
-  ~Loop() {
-    guard.reset();
-    io.stop();
-    thread.join();
-  }
-  template <class T>
-  T wait(asio::awaitable<T> a) {
-    return asio::co_spawn(io, std::move(a), asio::use_future).get();
-  }
-};
-
 ClientOptions options(const std::string& url) {
   ClientOptions o;
   o.url = url;
@@ -63,7 +44,7 @@ ClientOptions options(const std::string& url) {
   return o;
 }
 
-std::unique_ptr<Client> client(Loop& loop, ClientOptions o) {
+std::unique_ptr<Client> client(weft::test::IoThread& loop, ClientOptions o) {
   auto c = Client::create(loop.io.get_executor(), std::move(o));
   REQUIRE(c.has_value());
   return std::move(*c);
@@ -101,7 +82,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 TEST_CASE("metadata, manifests and verified chunks over the emulated WAN; parallel batches fill the link") {
-  Loop loop;
+  weft::test::IoThread loop;
   const std::string expect = read_file(env("WEFT_HUB_EXPECT"));
   REQUIRE(expect.size() > (4u << 20));
   const double rate = std::stod(env("WEFT_HUB_WAN_RATE"));
@@ -159,7 +140,7 @@ TEST_CASE("metadata, manifests and verified chunks over the emulated WAN; parall
 }
 
 TEST_CASE("manifests and fetch_files: many files of one directory in few requests") {
-  Loop loop;
+  weft::test::IoThread loop;
   const std::string big = read_file(env("WEFT_HUB_EXPECT"));
   std::string text;
   for (int i = 0; i < 1000; ++i) text += "hello hub\n";
@@ -201,7 +182,7 @@ TEST_CASE("manifests and fetch_files: many files of one directory in few request
 }
 
 TEST_CASE("idle connections the link dropped meanwhile are replaced, however many there are") {
-  Loop loop;
+  weft::test::IoThread loop;
   auto o = options(env("WEFT_HUB_WAN_URL"));
   o.connections = 6;
   o.batch_bytes = 1 << 20;
@@ -218,7 +199,7 @@ TEST_CASE("idle connections the link dropped meanwhile are replaced, however man
 }
 
 TEST_CASE("commits send only what the hub lacks; a stale base conflicts") {
-  Loop loop;
+  weft::test::IoThread loop;
   auto c = client(loop, options(env("WEFT_HUB_URL")));
   auto m = loop.wait(c->manifest("data/seed/big.bin", 0));
   REQUIRE(m.has_value());
@@ -282,7 +263,7 @@ TEST_CASE("commits send only what the hub lacks; a stale base conflicts") {
 }
 
 TEST_CASE("the change feed resumes after the link is down for a long outage without missing a change") {
-  Loop loop;
+  weft::test::IoThread loop;
   auto direct = client(loop, options(env("WEFT_HUB_URL")));
   auto start = loop.wait(direct->last_change());
   REQUIRE(start.has_value());
@@ -348,7 +329,7 @@ TEST_CASE("the change feed resumes after the link is down for a long outage with
 }
 
 TEST_CASE("a cut mid-transfer costs only the missing part of each batch; a lasting outage fails cleanly") {
-  Loop loop;
+  weft::test::IoThread loop;
   const std::string expect = read_file(env("WEFT_HUB_EXPECT"));
   auto o = options(env("WEFT_HUB_WAN_URL"));
   o.connections = 4;
