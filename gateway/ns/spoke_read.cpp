@@ -587,7 +587,11 @@ Task<Handle> Spokes::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
   if (flags.snapshot && flags.write) co_return Errc::invalid;
   auto w = where(*state_, *ns_.kv, ino);
   if (!w) co_return w.error();
-  co_await catch_up(*w->mount, w->shadow.hub_ino);
+  // Close-to-open costs a round trip to the hub. A snapshot (an S3 GET)
+  // reads the version its lookup found, from the metadata the feed keeps
+  // current, as read_version does: waiting here would not change which
+  // version that request serves, only end its body short.
+  if (!flags.snapshot) co_await catch_up(*w->mount, w->shadow.hub_ino);
   auto a = co_await getattr(ctx, ino);
   if (!a) co_return a.error();
   if (a->type == FileType::directory) co_return Errc::is_dir;
