@@ -136,7 +136,7 @@ Reply spoke_add(Service& s, Call& c) {
   if (!added) {
     const ns::Errc e = ns::errc_of(added.error());
     if (e == ns::Errc::invalid)
-      co_return invalid_json("field \"hub\": expected http://HOST:PORT (the hub's REST address), got \"" +
+      co_return invalid_json("field \"hub\": expected https://HOST:PORT or http://HOST:PORT (the hub's REST address), got \"" +
                              spec.hub_url + "\"");
     const ErrcInfo info = errc_info(e);
     const std::string why = e == ns::Errc::exists      ? "a spoke is mounted there, or above or below it"
