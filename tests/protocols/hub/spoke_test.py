@@ -380,6 +380,27 @@ class TlsTest(unittest.TestCase):
                    if line.startswith('weft_hub_requests_total{call="commit"} ')]
         self.assertEqual([float(line.rpartition(" ")[2]) for line in commits], [1.0])
 
+    def test_a_mount_added_over_rest_trusts_its_ca_file(self):
+        spec = {"local": "/mirror", "hub": self.url, "remote": "data/datasets",
+                "credentials": self.hub.credentials, "ca_file": self.hub.ca}
+        api = self.spoke.url + "/api/v1/spokes"
+        with rest(self.spoke) as s:
+            r = s.post(api, json=spec)
+            self.assertEqual(r.status_code, 201, r.text)
+            r = s.get(self.spoke.url + "/api/v1/files/data/mirror/big.bin")
+            self.assertEqual((r.status_code, r.content == self.files["big.bin"]), (200, True))
+            self.assertEqual(s.delete(api + "/mirror").status_code, 204)
+            # A CA file the spoke cannot read, or one without a certificate.
+            r = s.post(api, json=dict(spec, ca_file="/nonexistent/ca.pem"))
+            self.assertEqual((r.status_code, r.json()["error"]["code"]), (400, "invalid_json"))
+            self.assertIn('field "ca_file": cannot read "/nonexistent/ca.pem"', r.json()["error"]["message"])
+            empty = pathlib.Path(self.spoke.tmp) / "empty-ca.pem"
+            empty.write_text("")
+            r = s.post(api, json=dict(spec, ca_file=str(empty)))
+            self.assertEqual((r.status_code, r.json()["error"]["code"]), (400, "invalid_json"))
+            self.assertIn('field "hub" or "ca_file"', r.json()["error"]["message"])
+        self.assertIn("TLS CA file %s: no usable PEM certificate" % empty, self.spoke.log())
+
     def refused(self, **kw):
         """A spoke of the hub's https address that must not trust it: what
         its S3 client and its log say."""
