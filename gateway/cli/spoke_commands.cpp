@@ -44,7 +44,7 @@ int spokes_list(Session& s) {
 }
 
 struct AddArgs {
-  std::string local, url, credentials, mode = "strict";
+  std::string local, url, credentials, mode = "strict", ca_file;
 };
 
 int spoke_add(Session& s, const AddArgs& a) {
@@ -69,6 +69,7 @@ int spoke_add(Session& s, const AddArgs& a) {
   body["user"] = (*creds)["user"];
   body["password"] = (*creds)["password"];
   body["mode"] = a.mode;
+  if (!a.ca_file.empty()) body["ca_file"] = a.ca_file;
   auto j = call(s, "POST", "/api/v1/spokes", &body);
   if (!j) return kFailed;
   if (s.json) {
@@ -95,6 +96,9 @@ void add_spoke_commands(CommandSet& set, CLI::App& app) {
   add->add_option("hub", a->url, "The hub directory: https://HOST:PORT/EXPORT/PATH (or http://)")->required();
   add->add_option("--hub-credentials", a->credentials, "The hub's credentials.json (user and password)")
       ->required()
+      ->type_name("FILE");
+  add->add_option("--hub-ca", a->ca_file,
+                  "PEM certificates an https hub is verified with: a file at the gateway (default: the system's)")
       ->type_name("FILE");
   add->add_option("--mode", a->mode, "Hub unreachable: strict (fail at once, default) or available (serve the cache)")
       ->check(CLI::IsMember({"strict", "available"}));

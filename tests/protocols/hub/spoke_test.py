@@ -380,7 +380,7 @@ class TlsTest(unittest.TestCase):
                    if line.startswith('weft_hub_requests_total{call="commit"} ')]
         self.assertEqual([float(line.rpartition(" ")[2]) for line in commits], [1.0])
 
-    def test_a_mount_added_over_rest_trusts_its_ca_file(self):
+    def test_a_mount_added_over_rest_or_the_cli_trusts_its_ca_file(self):
         spec = {"local": "/mirror", "hub": self.url, "remote": "data/datasets",
                 "credentials": self.hub.credentials, "ca_file": self.hub.ca}
         api = self.spoke.url + "/api/v1/spokes"
@@ -400,6 +400,16 @@ class TlsTest(unittest.TestCase):
             self.assertEqual((r.status_code, r.json()["error"]["code"]), (400, "invalid_json"))
             self.assertIn('field "hub" or "ca_file"', r.json()["error"]["message"])
         self.assertIn("TLS CA file %s: no usable PEM certificate" % empty, self.spoke.log())
+        # The same with the CLI.
+        r = subprocess.run([WEFT, "spokes", "add", "/cli", self.url + "/data/datasets", "--hub-credentials",
+                            str(self.hub.data / "credentials.json"), "--hub-ca", self.hub.ca,
+                            "--data", str(self.spoke.data)], capture_output=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b"mounted /cli: data/datasets of " + self.url.encode(), r.stdout)
+        with rest(self.spoke) as s:
+            r = s.get(self.spoke.url + "/api/v1/files/data/cli/big.bin")
+            self.assertEqual((r.status_code, r.content == self.files["big.bin"]), (200, True))
+            self.assertEqual(s.delete(api + "/cli").status_code, 204)
 
     def refused(self, **kw):
         """A spoke of the hub's https address that must not trust it: what
