@@ -323,24 +323,6 @@ std::string spoke_path(std::string_view key, std::string_view path, std::string_
   return out;
 }
 
-// "http://HOST:PORT": the hub's REST listener.
-std::string spoke_hub(std::string_view key, std::string_view url) {
-  std::string_view rest = url;
-  bool ok = rest.starts_with("http://");
-  if (ok) {
-    rest.remove_prefix(7);
-    while (rest.ends_with('/')) rest.remove_suffix(1);
-    auto colon = rest.rfind(':');
-    std::string_view port = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-    ok = colon != std::string_view::npos && colon > 0 && rest.find('/') == std::string_view::npos &&
-         !port.empty() && port.size() <= 5 &&
-         std::all_of(port.begin(), port.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) &&
-         std::stoul(std::string(port)) > 0 && std::stoul(std::string(port)) <= 65535;
-  }
-  if (!ok) fail(key, "bad hub URL " + in_quotes(url) + " (expected http://HOST:PORT)");
-  return "http://" + std::string(rest);
-}
-
 // Reads the user and password of a hub credentials file (the format of the
 // credentials.json a hub writes).
 void spoke_credentials(std::string_view key, const std::string& file, ns::SpokeMount& m) {
@@ -375,7 +357,10 @@ const std::array<ConnectorKeys, 3> kConnectorKeys{{
 }};
 
 // "http(s)://HOST[:PORT]": an S3 connector's endpoint.
-std::string connector_endpoint(std::string_view key, std::string_view url) {
+// "http://HOST[:PORT]" or "https://HOST[:PORT]", as the backend's clients
+// take it (a connector's endpoint, a hub's REST listener); `what` names it
+// in the error.
+std::string http_url(std::string_view key, std::string_view url, std::string_view what) {
   std::string_view rest = url;
   const bool tls = rest.starts_with("https://");
   bool ok = tls || rest.starts_with("http://");
@@ -388,7 +373,7 @@ std::string connector_endpoint(std::string_view key, std::string_view url) {
          port.size() <= 5 && std::all_of(port.begin(), port.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) &&
          std::stoul(std::string(port)) > 0 && std::stoul(std::string(port)) <= 65535;
   }
-  if (!ok) fail(key, "bad endpoint " + in_quotes(url) + " (expected http://HOST[:PORT] or https://HOST[:PORT])");
+  if (!ok) fail(key, "bad " + std::string(what) + " " + in_quotes(url) + " (expected http://HOST[:PORT] or https://HOST[:PORT])");
   return (tls ? "https://" : "http://") + std::string(rest);
 }
 
@@ -458,7 +443,7 @@ void apply_connector(const std::string& at, const json& entry, ns::SpokeMount& m
       fail(key, "not a key of an " + kind_name + " connector (its keys: " + expected +
                     ", credentials, read_only, interval_s)");
     } else if (name == "endpoint") {
-      c.endpoint = connector_endpoint(key, string_of(key, v));
+      c.endpoint = http_url(key, string_of(key, v), "endpoint");
     } else if (name == "bucket") {
       c.bucket = string_of(key, v);
       if (c.bucket.size() < 3 || c.bucket.size() > 63 ||
@@ -471,7 +456,7 @@ void apply_connector(const std::string& at, const json& entry, ns::SpokeMount& m
       c.region = string_of(key, v);
       check_region(key, c.region);
     } else if (name == "ca_file") {
-      c.ca_file = readable_file(key, v);
+      m.ca_file = readable_file(key, v);
     } else if (name == "url") {
       c.url = string_of(key, v);
       const std::string_view rest = std::string_view(c.url).substr(std::min<std::size_t>(c.url.size(), 6));
@@ -524,7 +509,7 @@ void apply_spokes(Config& c, const json& list) {
               } else if (connector) {
                 return;  // apply_connector's
               } else if (name == "hub") {
-                m.hub_url = spoke_hub(key, string_of(key, v));
+                m.hub_url = http_url(key, string_of(key, v), "hub URL");
                 has_hub = true;
               } else if (name == "remote") {
                 m.remote = spoke_path(key, string_of(key, v), "expected EXPORT/PATH at the hub");
@@ -532,6 +517,8 @@ void apply_spokes(Config& c, const json& list) {
               } else if (name == "credentials") {
                 spoke_credentials(key, string_of(key, v), m);
                 has_credentials = true;
+              } else if (name == "ca_file") {
+                m.ca_file = readable_file(key, v);
               } else {
                 fail(key, "only a connector mount has this key (\"connector\": s3, nfs or smb)");
               }
@@ -561,17 +548,19 @@ ns::SpokeMount spoke_flag(const std::string& text, const Overrides& o) {
   const std::string key = "spokes (--spoke)";
   const auto equals = text.find('=');
   const std::string_view url = equals == std::string::npos ? std::string_view() : std::string_view(text).substr(equals + 1);
-  const auto slash = url.starts_with("http://") ? url.find('/', 7) : std::string_view::npos;
+  const std::size_t scheme = url.starts_with("https://") ? 8 : url.starts_with("http://") ? 7 : 0;
+  const auto slash = scheme ? url.find('/', scheme) : std::string_view::npos;
   if (equals == std::string::npos || slash == std::string_view::npos) {
-    fail(key, "bad spoke " + in_quotes(text) + " (expected LOCAL=http://HOST:PORT/EXPORT/PATH)");
+    fail(key, "bad spoke " + in_quotes(text) + " (expected LOCAL=https://HOST:PORT/EXPORT/PATH or http://...)");
   }
   ns::SpokeMount m;
   m.local = "/" + spoke_path(key, std::string_view(text).substr(0, equals), "expected a directory below the root");
-  m.hub_url = spoke_hub(key, url.substr(0, slash));
+  m.hub_url = http_url(key, url.substr(0, slash), "hub URL");
   m.remote = spoke_path(key, url.substr(slash + 1), "expected EXPORT/PATH at the hub");
   if (!o.spoke_credentials) fail(key, "needs --spoke-credentials FILE");
   spoke_credentials("spokes (--spoke-credentials)", *o.spoke_credentials, m);
   if (o.spoke_mode) m.strict = one_of("spokes (--spoke-mode)", json(*o.spoke_mode), kSpokeModes) == "strict";
+  if (o.spoke_ca) m.ca_file = readable_file("spokes (--spoke-ca)", json(*o.spoke_ca));
   return m;
 }
 
@@ -651,8 +640,9 @@ void apply_overrides(Config& c, const Overrides& o) {
     c.listeners[listener] = listener_value(key, text);
   }
   for (const auto& text : o.spokes) c.spokes.push_back(spoke_flag(text, o));
-  if (o.spokes.empty() && (o.spoke_credentials || o.spoke_mode)) {
-    fail(o.spoke_credentials ? "spokes (--spoke-credentials)" : "spokes (--spoke-mode)", "needs --spoke");
+  if (o.spokes.empty() && (o.spoke_credentials || o.spoke_mode || o.spoke_ca)) {
+    fail(o.spoke_credentials ? "spokes (--spoke-credentials)" : o.spoke_mode ? "spokes (--spoke-mode)" : "spokes (--spoke-ca)",
+         "needs --spoke");
   }
 }
 

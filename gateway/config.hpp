@@ -84,10 +84,12 @@ struct Overrides {
   std::optional<std::string> region;
   std::map<std::string, std::string> listeners;  // listener -> "host:port" or "off"
   // --spoke LOCAL=HUB_URL/REMOTE (repeatable), added to the file's spokes,
-  // with --spoke-credentials FILE and --spoke-mode strict|available.
+  // with --spoke-credentials FILE, --spoke-mode strict|available and
+  // --spoke-ca FILE (the certificates an https hub is verified with).
   std::vector<std::string> spokes;
   std::optional<std::string> spoke_credentials;
   std::optional<std::string> spoke_mode;
+  std::optional<std::string> spoke_ca;
 };
 
 struct ConfigError {

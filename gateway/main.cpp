@@ -83,11 +83,11 @@ int main(int argc, char** argv) {
       serve_cmd->add_option("--region", region, "Region name (default " + defaults.region + ")")
           ->type_name("NAME");
   std::vector<std::string> spokes;
-  std::string spoke_credentials, spoke_mode;
+  std::string spoke_credentials, spoke_mode, spoke_ca;
   serve_cmd
       ->add_option("--spoke", spokes,
-                   "Spoke mount: local directory LOCAL serves EXPORT/PATH of the hub at http://HOST:PORT "
-                   "(repeatable)")
+                   "Spoke mount: local directory LOCAL serves EXPORT/PATH of the hub at https://HOST:PORT "
+                   "or http://HOST:PORT (repeatable)")
       ->type_name("LOCAL=HUB_URL/EXPORT/PATH");
   auto* spoke_credentials_opt =
       serve_cmd->add_option("--spoke-credentials", spoke_credentials, "The hub credentials of --spoke (user, password)")
@@ -95,6 +95,10 @@ int main(int argc, char** argv) {
   auto* spoke_mode_opt =
       serve_cmd->add_option("--spoke-mode", spoke_mode, "Hub unreachable: strict (fail at once, default) or available (serve the cache)")
           ->type_name("MODE");
+  auto* spoke_ca_opt =
+      serve_cmd->add_option("--spoke-ca", spoke_ca, "PEM certificates that an https hub of --spoke is verified with "
+                                                    "(default: the system's)")
+          ->type_name("FILE");
   // The operator commands (status, ls, put, user, jobs, audit, ...) talk to a
   // running gateway over REST.
   weft::cli::Commands commands(app);
@@ -117,6 +121,7 @@ int main(int argc, char** argv) {
   overrides.spokes = spokes;
   if (spoke_credentials_opt->count()) overrides.spoke_credentials = spoke_credentials;
   if (spoke_mode_opt->count()) overrides.spoke_mode = spoke_mode;
+  if (spoke_ca_opt->count()) overrides.spoke_ca = spoke_ca;
   for (const auto& [protocol, opt] : address_opts) {
     if (opt->count()) overrides.listeners[protocol] = addresses[protocol];
   }

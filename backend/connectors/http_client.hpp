@@ -1,6 +1,7 @@
 // A keep-alive HTTP/1.1 client (Beast) over TCP, or TLS (OpenSSL) when the
-// URL is https, with a pool of idle connections: what the S3 source sends
-// its requests through. Beast stays in http_client.cpp.
+// URL is https (connections from backend/net), with a pool of idle
+// connections: what the S3 source sends its requests through. Beast stays
+// in http_client.cpp.
 //
 // Contract:
 //  - send() may be called from any executor and concurrently; each request

@@ -1,12 +1,12 @@
 #include "backend/hub/client.hpp"
 
 #include "backend/hub/feed.hpp"
+#include "backend/net/connect.hpp"
 #include "gateway/text/percent.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -92,10 +92,22 @@ struct Json {
 };
 
 struct Connection {
-  explicit Connection(asio::any_io_executor ex) : stream(std::move(ex)) {}
-  beast::tcp_stream stream;
+  explicit Connection(net::Stream s) : stream(std::move(s)) {}
+  net::Stream stream;
   beast::flat_buffer buffer;
 };
+
+// A request written and its answer read on `stream`; the write's error,
+// then the read's (not tried when the write failed).
+template <class Stream>
+asio::awaitable<std::pair<error_code, error_code>> exchange(Stream& stream, beast::flat_buffer& buffer,
+                                                            bhttp::request<bhttp::string_body>& req,
+                                                            bhttp::response_parser<bhttp::string_body>& parser) {
+  auto [wec, wn] = co_await bhttp::async_write(stream, req, kUse);
+  if (wec) co_return std::pair{wec, error_code{}};
+  auto [rec, rn] = co_await bhttp::async_read(stream, buffer, parser, kUse);
+  co_return std::pair{error_code{}, rec};
+}
 
 }  // namespace
 
@@ -106,7 +118,8 @@ void throw_exception_from_error(const Error& e, const boost::source_location&) {
 struct Client::Impl : std::enable_shared_from_this<Impl> {
   asio::any_io_executor ex;
   ClientOptions opt;
-  std::string host, port, authorization;
+  net::Endpoint endpoint;
+  std::string authorization;
 
   std::mutex mu;
   std::vector<std::unique_ptr<Connection>> idle;  // guarded by mu
@@ -126,15 +139,10 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
   }
 
   asio::awaitable<Result<std::unique_ptr<Connection>>> connect() {
-    tcp::resolver resolver(ex);
-    auto [rec, endpoints] = co_await resolver.async_resolve(host, port, kUse);
-    if (rec) co_return transport(rec, "resolving " + host);
-    auto c = std::make_unique<Connection>(ex);
-    c->stream.expires_after(opt.timeout);
-    auto [ec, ep] = co_await c->stream.async_connect(endpoints, kUse);
-    if (ec) co_return transport(ec, "connecting to " + opt.url);
-    c->stream.socket().set_option(tcp::no_delay(true), ec);
-    co_return c;
+    auto s = co_await endpoint.connect(ex, opt.timeout);
+    if (!s) co_return failure(s.error().kind == net::Error::Kind::timed_out ? Error::Kind::timed_out : Error::Kind::unavailable,
+                              s.error().message);
+    co_return std::make_unique<Connection>(std::move(*s));
   }
 
   // One request on a pooled connection. A kept-alive connection that the
@@ -157,7 +165,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
         c = std::move(*fresh);
       }
       bhttp::request<bhttp::string_body> req(verb, beast::string_view(target.data(), target.size()), 11);
-      req.set(bhttp::field::host, host);
+      req.set(bhttp::field::host, endpoint.url().host_header);
       req.set(bhttp::field::authorization, authorization);
       req.set("Weft-Region", opt.region);
       req.set(bhttp::field::user_agent, "weft-spoke");
@@ -166,15 +174,11 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
       req.prepare_payload();
       req.keep_alive(true);
       // A large body (a commit) gets time for its transfer too, at 1 MB/s.
-      c->stream.expires_after(opt.timeout + std::chrono::milliseconds(body.size() / 1000));
-      auto [wec, wn] = co_await bhttp::async_write(c->stream, req, kUse);
+      net::tcp_of(c->stream).expires_after(opt.timeout + std::chrono::milliseconds(body.size() / 1000));
       bhttp::response_parser<bhttp::string_body> parser;
       parser.body_limit(kResponseLimit);
-      error_code rec;
-      if (!wec) {
-        auto [ec, n] = co_await bhttp::async_read(c->stream, c->buffer, parser, kUse);
-        rec = ec;
-      }
+      auto op = std::visit([&](auto& stream) { return exchange(stream, c->buffer, req, parser); }, c->stream);
+      const auto [wec, rec] = co_await std::move(op);
       const error_code ec = wec ? wec : rec;
       if (ec && partial && parser.is_header_done() && parser.get().result_int() < 300) {
         *partial = std::move(parser.get().body());
@@ -182,8 +186,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
         co_return transport(ec, std::string(bhttp::to_string(verb)) + " " + std::string(target.substr(0, 120)));
       }
       if (ec) {
-        const bool stale = reused && (wec || rec == bhttp::error::end_of_stream ||
-                                      rec == asio::error::connection_reset || rec == asio::error::eof);
+        const bool stale = reused && (wec || net::closed_by_peer(rec));
         if (stale && (idempotent || wec) && attempt == 0) continue;
         co_return transport(ec, std::string(bhttp::to_string(verb)) + " " + std::string(target.substr(0, 120)));
       }
@@ -331,20 +334,12 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
 };
 
 Result<std::unique_ptr<Client>> Client::create(asio::any_io_executor executor, ClientOptions options) {
-  std::string_view url = options.url;
-  if (!url.starts_with("http://"))
-    return failure(Error::Kind::protocol, "hub URL " + options.url + ": expected http://HOST:PORT");
-  url.remove_prefix(7);
-  while (url.ends_with('/')) url.remove_suffix(1);
-  const auto colon = url.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == url.size() || url.find('/') != url.npos)
-    return failure(Error::Kind::protocol, "hub URL " + options.url + ": expected http://HOST:PORT");
+  auto endpoint = net::Endpoint::create(options.url, options.ca_file);
+  if (!endpoint) return failure(Error::Kind::protocol, "hub " + endpoint.error().message);
   if (options.connections == 0) options.connections = 1;
   auto impl = std::make_shared<Impl>();
   impl->ex = std::move(executor);
-  impl->host = std::string(url.substr(0, colon));
-  if (impl->host.starts_with('[') && impl->host.ends_with(']')) impl->host = impl->host.substr(1, impl->host.size() - 2);
-  impl->port = std::string(url.substr(colon + 1));
+  impl->endpoint = std::move(*endpoint);
   impl->authorization = options.token.empty() ? "Basic " + base64(options.user + ":" + options.password)
                                               : "Bearer " + options.token;
   impl->opt = std::move(options);

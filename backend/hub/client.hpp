@@ -2,7 +2,8 @@
 // spoke uses to reach its hub. Keep-alive HTTP/1.1 connections (Beast), a
 // pool of them so that chunk batches travel in parallel and one stream fills
 // a long fat link; chunk frames decoded and verified by the shared codec
-// (gateway/hub_wire). Knows nothing of the namespace above it: errors are
+// (gateway/hub_wire). https verifies the hub's certificate (backend/net):
+// against ca_file, or the system's trusted certificates. Knows nothing of the namespace above it: errors are
 // its own values, mapped by the caller.
 //
 // Contract:
@@ -34,7 +35,8 @@
 namespace weft::hub {
 
 struct ClientOptions {
-  std::string url;  // "http://HOST:PORT" (the hub's REST address)
+  std::string url;  // "https://HOST:PORT" or "http://HOST:PORT" (the hub's REST address)
+  std::string ca_file;  // https: PEM certificates to trust instead of the system's
   std::string user, password;  // Basic credentials, or
   std::string token;           // a Bearer token (used when set)
   std::string region;          // sent as Weft-Region
@@ -45,7 +47,9 @@ struct ClientOptions {
 
 class Client final : public Remote {
  public:
-  // Parses the URL; connects lazily. Errors: a malformed URL (protocol).
+  // Parses the URL; connects lazily. Errors (protocol): a malformed URL, an
+  // unusable ca_file. A hub certificate that does not verify fails each
+  // call (unavailable), the message saying why.
   static Result<std::unique_ptr<Client>> create(boost::asio::any_io_executor executor, ClientOptions options);
   ~Client() override;
 

@@ -1,15 +1,17 @@
 #include "backend/hub/feed.hpp"
 
+#include "backend/net/connect.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <boost/beast/websocket/stream.hpp>
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
@@ -21,7 +23,6 @@ namespace weft::hub {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace websocket = boost::beast::websocket;
-using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
 namespace {
@@ -48,17 +49,17 @@ std::string basic(const ClientOptions& o) {
 }  // namespace
 
 struct Feed::Impl : std::enable_shared_from_this<Impl> {
-  Impl(asio::any_io_executor ex, FeedOptions o)
-      : strand(asio::make_strand(ex)), options(std::move(o)), retry(strand) {}
+  Impl(asio::any_io_executor ex, FeedOptions o, net::Endpoint e)
+      : strand(asio::make_strand(ex)), options(std::move(o)), endpoint(std::move(e)), retry(strand) {}
 
   asio::strand<asio::any_io_executor> strand;
   FeedOptions options;
-  std::string host, port;
+  net::Endpoint endpoint;
   std::atomic<std::uint64_t> cursor{0};
   std::atomic<std::uint64_t> head{0};
   std::atomic<bool> stopping{false}, ended{false}, is_connected{false};
   asio::steady_timer retry;  // strand only
-  websocket::stream<beast::tcp_stream>* live = nullptr;  // strand only: the open connection
+  beast::tcp_stream* live = nullptr;  // strand only: the open connection
   bool reached = false;  // strand only: the last session got through its handshake
 
   void set_state(bool connected, const Error* why) {
@@ -68,13 +69,21 @@ struct Feed::Impl : std::enable_shared_from_this<Impl> {
 
   // One connection: handshake, then messages until it fails.
   asio::awaitable<Error> session() {
-    tcp::resolver resolver(strand);
-    auto [rec, endpoints] = co_await resolver.async_resolve(host, port, kUse);
-    if (rec) co_return lost(Error::Kind::unavailable, "resolving " + host + ": " + rec.message());
-    websocket::stream<beast::tcp_stream> ws(strand);
-    beast::get_lowest_layer(ws).expires_after(options.client.timeout);
-    auto [cec, ep] = co_await beast::get_lowest_layer(ws).async_connect(endpoints, kUse);
-    if (cec) co_return lost(Error::Kind::unavailable, "connecting to " + options.client.url + ": " + cec.message());
+    auto connecting = endpoint.connect(strand, options.client.timeout);
+    auto stream = co_await std::move(connecting);
+    if (!stream)
+      co_return lost(stream.error().kind == net::Error::Kind::timed_out ? Error::Kind::timed_out : Error::Kind::unavailable,
+                     stream.error().message);
+    if (auto* tls = std::get_if<net::TlsStream>(&*stream)) {
+      websocket::stream<net::TlsStream> ws(std::move(*tls));
+      co_return co_await converse(ws);
+    }
+    websocket::stream<net::PlainStream> ws(std::move(std::get<net::PlainStream>(*stream)));
+    co_return co_await converse(ws);
+  }
+
+  template <class WebSocket>
+  asio::awaitable<Error> converse(WebSocket& ws) {
     const std::string authorization = basic(options.client);
     const std::string region = options.client.region;
     ws.set_option(websocket::stream_base::decorator([authorization, region](websocket::request_type& req) {
@@ -83,7 +92,7 @@ struct Feed::Impl : std::enable_shared_from_this<Impl> {
     }));
     ws.read_message_max(16 << 20);
     const std::string target = "/hub/v1/feed?after=" + std::to_string(cursor.load());
-    const std::string host_header = host + ":" + port;
+    const std::string& host_header = endpoint.url().host_header;
     websocket::response_type response;
     auto [hec] = co_await ws.async_handshake(response, host_header, target, kUse);
     if (hec) {
@@ -96,7 +105,7 @@ struct Feed::Impl : std::enable_shared_from_this<Impl> {
     }
     // From here the hub's heartbeat bounds the silence.
     beast::get_lowest_layer(ws).expires_never();
-    live = &ws;
+    live = &beast::get_lowest_layer(ws);
     reached = true;
     set_state(true, nullptr);
     beast::flat_buffer buffer;
@@ -166,16 +175,9 @@ struct Feed::Impl : std::enable_shared_from_this<Impl> {
 };
 
 Result<std::shared_ptr<Feed>> Feed::start(asio::any_io_executor executor, FeedOptions options) {
-  std::string_view url = options.client.url;
-  if (!url.starts_with("http://")) return lost(Error::Kind::protocol, "hub URL " + options.client.url + ": expected http://HOST:PORT");
-  url.remove_prefix(7);
-  while (url.ends_with('/')) url.remove_suffix(1);
-  const auto colon = url.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == url.size())
-    return lost(Error::Kind::protocol, "hub URL " + options.client.url + ": expected http://HOST:PORT");
-  auto impl = std::make_shared<Impl>(std::move(executor), std::move(options));
-  impl->host = std::string(url.substr(0, colon));
-  impl->port = std::string(url.substr(colon + 1));
+  auto endpoint = net::Endpoint::create(options.client.url, options.client.ca_file);
+  if (!endpoint) return lost(Error::Kind::protocol, "hub " + endpoint.error().message);
+  auto impl = std::make_shared<Impl>(std::move(executor), std::move(options), std::move(*endpoint));
   impl->cursor = impl->options.after;
   asio::co_spawn(impl->strand, impl->run(), asio::detached);
   return std::shared_ptr<Feed>(new Feed(std::move(impl)));
@@ -190,7 +192,7 @@ void Feed::stop() {
     impl->retry.cancel();
     if (impl->live) {
       error_code ignored;
-      beast::get_lowest_layer(*impl->live).socket().close(ignored);
+      impl->live->socket().close(ignored);
     }
   });
 }

@@ -14,7 +14,7 @@
 namespace weft::hub {
 
 struct FeedOptions {
-  ClientOptions client;  // url, credentials, region
+  ClientOptions client;  // url, ca_file, credentials, region
   std::uint64_t after = 0;  // the cursor to start from
   std::chrono::milliseconds silence_timeout{std::chrono::seconds(15)};
   std::chrono::milliseconds retry_min{std::chrono::milliseconds(100)};
@@ -25,7 +25,8 @@ struct FeedOptions {
 
 class Feed final : public ChangeFeed {
  public:
-  // Starts connecting at once. Errors: a malformed URL.
+  // Starts connecting at once (wss for an https URL). Errors: a malformed
+  // URL, an unusable ca_file.
   static Result<std::shared_ptr<Feed>> start(boost::asio::any_io_executor executor, FeedOptions options);
   ~Feed() override;
   // Stops reconnecting and closes the connection; callbacks may still run

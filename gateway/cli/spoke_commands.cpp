@@ -44,14 +44,16 @@ int spokes_list(Session& s) {
 }
 
 struct AddArgs {
-  std::string local, url, credentials, mode = "strict";
+  std::string local, url, credentials, mode = "strict", ca_file;
 };
 
 int spoke_add(Session& s, const AddArgs& a) {
   // HUB_URL/EXPORT/PATH, as `weft serve --spoke LOCAL=HUB_URL/EXPORT/PATH`.
-  const std::size_t slash = a.url.starts_with("http://") ? a.url.find('/', 7) : std::string::npos;
+  const std::size_t scheme = a.url.starts_with("https://") ? 8 : a.url.starts_with("http://") ? 7 : 0;
+  const std::size_t slash = scheme ? a.url.find('/', scheme) : std::string::npos;
   if (slash == std::string::npos) {
-    std::fprintf(stderr, "weft: bad hub directory %s (expected http://HOST:PORT/EXPORT/PATH)\n", a.url.c_str());
+    std::fprintf(stderr, "weft: bad hub directory %s (expected https://HOST:PORT/EXPORT/PATH or http://...)\n",
+                 a.url.c_str());
     return kUsage;
   }
   auto creds = read_json_file(a.credentials);
@@ -67,6 +69,7 @@ int spoke_add(Session& s, const AddArgs& a) {
   body["user"] = (*creds)["user"];
   body["password"] = (*creds)["password"];
   body["mode"] = a.mode;
+  if (!a.ca_file.empty()) body["ca_file"] = a.ca_file;
   auto j = call(s, "POST", "/api/v1/spokes", &body);
   if (!j) return kFailed;
   if (s.json) {
@@ -90,9 +93,12 @@ void add_spoke_commands(CommandSet& set, CLI::App& app) {
   auto* add = set.add(*spokes, "add", "Mount a hub directory until the gateway stops.",
                       [a](Session& s) { return spoke_add(s, *a); });
   add->add_option("local", a->local, "The mount point (/datasets)")->required();
-  add->add_option("hub", a->url, "The hub directory: http://HOST:PORT/EXPORT/PATH")->required();
+  add->add_option("hub", a->url, "The hub directory: https://HOST:PORT/EXPORT/PATH (or http://)")->required();
   add->add_option("--hub-credentials", a->credentials, "The hub's credentials.json (user and password)")
       ->required()
+      ->type_name("FILE");
+  add->add_option("--hub-ca", a->ca_file,
+                  "PEM certificates an https hub is verified with: a file at the gateway (default: the system's)")
       ->type_name("FILE");
   add->add_option("--mode", a->mode, "Hub unreachable: strict (fail at once, default) or available (serve the cache)")
       ->check(CLI::IsMember({"strict", "available"}));

@@ -63,9 +63,8 @@ struct SpokeConnector {
   enum class Kind { s3, nfs, smb };
   Kind kind = Kind::s3;
   // s3: "http(s)://HOST[:PORT]", the bucket and the mount's root in it
-  // ("" or "a/b"); the signing region; certificates to trust for https
-  // (empty: the system's).
-  std::string endpoint, bucket, prefix, region = "us-east-1", ca_file;
+  // ("" or "a/b"); the signing region (SpokeMount::ca_file for https).
+  std::string endpoint, bucket, prefix, region = "us-east-1";
   // nfs: a libnfs URL, "nfs://HOST/EXPORT[/DIR]?version=3[&...]"; the
   // AUTH_SYS identity (absent: this process's).
   std::string url;
@@ -86,11 +85,14 @@ std::string_view kind_name(SpokeConnector::Kind kind);
 // /PREFIX", the NFS URL, "smb://SERVER/SHARE/PATH") and `remote` is empty.
 struct SpokeMount {
   std::string local;    // a namespace path: "/datasets" (the S3 bucket datasets)
-  std::string hub_url;  // "http://HOST:PORT": the hub's REST listener
+  std::string hub_url;  // "https://HOST:PORT" or "http://HOST:PORT": the hub's REST listener
   std::string remote;   // the hub's EXPORT/PATH: "data/datasets"
   // The hub credentials; a connector's: S3 access key id and secret, SMB
   // user and password (NFS: none).
   std::string user, password;
+  // https (a hub, an S3 connector): PEM certificates to trust instead of
+  // the system's.
+  std::string ca_file;
   // Hub unreachable: fail every call that needs it at once (strict), or
   // keep serving what is cached (available).
   bool strict = true;

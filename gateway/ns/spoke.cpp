@@ -258,7 +258,7 @@ connectors::Result<std::shared_ptr<connectors::Source>> open_source(asio::any_io
     case SpokeConnector::Kind::s3: {
       connectors::S3Options o;
       o.http.url = c.endpoint;
-      o.http.ca_file = c.ca_file;
+      o.http.ca_file = spec.ca_file;
       o.http.timeout = timeout;
       o.bucket = c.bucket;
       o.prefix = c.prefix;
@@ -308,6 +308,7 @@ boost::system::result<std::shared_ptr<hub::Remote>, std::string> open_remote(asi
   options.url = spec.hub_url;
   options.user = spec.user;
   options.password = spec.password;
+  options.ca_file = spec.ca_file;
   options.region = region;
   options.timeout = kHubTimeout;
   auto client = hub::Client::create(std::move(executor), options);

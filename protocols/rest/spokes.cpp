@@ -7,6 +7,9 @@
 #include "gateway/audit/time.hpp"
 
 #include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 
 namespace weft::rest {
 
@@ -102,7 +105,8 @@ Reply spoke_add(Service& s, Call& c) {
                                           {"credentials", JsonType::string_map},
                                           {"user", JsonType::string},
                                           {"password", JsonType::string},
-                                          {"mode", JsonType::string}};
+                                          {"mode", JsonType::string},
+                                          {"ca_file", JsonType::string}};
   auto body = co_await c.read_json(kFields);
   if (!body) co_return body.error();
   ns::SpokeMount spec;
@@ -132,11 +136,21 @@ Reply spoke_add(Service& s, Call& c) {
       co_return invalid_json("field \"mode\": expected strict or available");
     spec.strict = mode == kModes[0];
   }
+  if (body->contains("ca_file")) {
+    spec.ca_file = (*body)["ca_file"].get<std::string>();
+    if (!std::ifstream(spec.ca_file, std::ios::binary))
+      co_return invalid_json("field \"ca_file\": cannot read \"" + spec.ca_file + "\" at the spoke: " +
+                             std::strerror(errno));
+  }
   auto added = co_await s.ns.add_spoke(c.ctx, spec);
   if (!added) {
     const ns::Errc e = ns::errc_of(added.error());
+    if (e == ns::Errc::invalid && !spec.ca_file.empty())
+      co_return invalid_json("field \"hub\" or \"ca_file\": expected https://HOST:PORT or http://HOST:PORT (the "
+                             "hub's REST address), got \"" + spec.hub_url + "\", and PEM certificates in \"" +
+                             spec.ca_file + "\" (the spoke's log says which is wrong)");
     if (e == ns::Errc::invalid)
-      co_return invalid_json("field \"hub\": expected http://HOST:PORT (the hub's REST address), got \"" +
+      co_return invalid_json("field \"hub\": expected https://HOST:PORT or http://HOST:PORT (the hub's REST address), got \"" +
                              spec.hub_url + "\"");
     const ErrcInfo info = errc_info(e);
     const std::string why = e == ns::Errc::exists      ? "a spoke is mounted there, or above or below it"

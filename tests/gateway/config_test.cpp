@@ -401,6 +401,21 @@ TEST_CASE("spoke mounts: from the file and from --spoke, each mistake named") {
   CHECK(f->spokes[1].hub_url == "http://hub.example:9080");
   CHECK(f->spokes[1].remote == "data/models");
   CHECK_FALSE(f->spokes[1].strict);
+  CHECK(f->spokes[1].ca_file.empty());
+
+  // An https hub, its certificate verified with a CA file.
+  o.spokes = {"/models=https://hub.example:9443/data/models"};
+  o.spoke_ca = creds;  // readable is all the config checks; the client reads the PEM
+  auto t = parse("{}", o);
+  REQUIRE(t.has_value());
+  CHECK(t->spokes[0].hub_url == "https://hub.example:9443");
+  CHECK(t->spokes[0].remote == "data/models");
+  CHECK(t->spokes[0].ca_file == creds);
+  auto tf = parse(R"({"spokes": [{"local": "/a", "hub": "https://h:9443/", "remote": "data/a", "credentials": ")" + creds +
+                  R"(", "ca_file": ")" + creds + R"("}]})");
+  REQUIRE(tf.has_value());
+  CHECK(tf->spokes[0].hub_url == "https://h:9443");
+  CHECK(tf->spokes[0].ca_file == creds);
 
   CHECK(error_of(R"({"spokes": {}})") == "config: spokes: expected an array, got an object");
   CHECK(error_of(R"({"spokes": [{"local": "/x"}]})") ==
@@ -409,8 +424,11 @@ TEST_CASE("spoke mounts: from the file and from --spoke, each mistake named") {
             .starts_with("config: spokes[0].local: bad path \"/\""));
   CHECK(error_of(R"({"spokes": [{"local": "/a/../b", "hub": "http://h:1", "remote": "d", "credentials": ")" + creds + R"("}]})")
             .starts_with("config: spokes[0].local: bad path"));
-  CHECK(error_of(R"({"spokes": [{"local": "/a", "hub": "https://h:1", "remote": "d", "credentials": ")" + creds + R"("}]})") ==
-        "config: spokes[0].hub: bad hub URL \"https://h:1\" (expected http://HOST:PORT)");
+  CHECK(error_of(R"({"spokes": [{"local": "/a", "hub": "ftp://h:1", "remote": "d", "credentials": ")" + creds + R"("}]})") ==
+        "config: spokes[0].hub: bad hub URL \"ftp://h:1\" (expected http://HOST[:PORT] or https://HOST[:PORT])");
+  CHECK(error_of(R"({"spokes": [{"local": "/a", "hub": "https://h:1", "remote": "d", "credentials": ")" + creds +
+                 R"(", "ca_file": "/nonexistent/ca.pem"}]})")
+            .starts_with("config: spokes[0].ca_file: cannot read \"/nonexistent/ca.pem\""));
   CHECK(error_of(R"({"spokes": [{"local": "/a", "hub": "http://h:1", "remote": "d", "credentials": "/nonexistent/c"}]})")
             .starts_with("config: spokes[0].credentials: cannot read \"/nonexistent/c\""));
   CHECK(error_of(R"({"spokes": [{"local": "/a", "hub": "http://h:1", "remote": "d", "credentials": ")" + creds +
@@ -428,12 +446,21 @@ TEST_CASE("spoke mounts: from the file and from --spoke, each mistake named") {
   CHECK(error_of("{}", bad).ends_with("is not a credentials file (expected a JSON object with \"user\" and \"password\")"));
   bad.spoke_credentials = creds;
   bad.spokes = {"/m=http://h:1"};
-  CHECK(error_of("{}", bad) == "config: spokes (--spoke): bad spoke \"/m=http://h:1\" (expected LOCAL=http://HOST:PORT/EXPORT/PATH)");
+  CHECK(error_of("{}", bad) ==
+        "config: spokes (--spoke): bad spoke \"/m=http://h:1\" (expected LOCAL=https://HOST:PORT/EXPORT/PATH or http://...)");
   bad.spokes = {"/m=http://h:1/data", "/m/n=http://h:1/data/n"};
   CHECK(error_of("{}", bad) == R"(config: spokes[1].local: "/m/n" overlaps the mount point "/m")");
   Overrides orphan;
   orphan.spoke_mode = "strict";
   CHECK(error_of("{}", orphan) == "config: spokes (--spoke-mode): needs --spoke");
+  Overrides orphan_ca;
+  orphan_ca.spoke_ca = creds;
+  CHECK(error_of("{}", orphan_ca) == "config: spokes (--spoke-ca): needs --spoke");
+  Overrides bad_ca;
+  bad_ca.spokes = {"/m=https://h:1/data/m"};
+  bad_ca.spoke_credentials = creds;
+  bad_ca.spoke_ca = "/nonexistent/ca.pem";
+  CHECK(error_of("{}", bad_ca).starts_with("config: spokes (--spoke-ca): cannot read \"/nonexistent/ca.pem\""));
 }
 
 TEST_CASE("connector spoke mounts: S3, NFS and SMB sources, each mistake named") {
@@ -459,7 +486,7 @@ TEST_CASE("connector spoke mounts: S3, NFS and SMB sources, each mistake named")
   CHECK(m.connector->bucket == "lake");
   CHECK(m.connector->prefix == "raw/2024");
   CHECK(m.connector->region == "eu-west-1");
-  CHECK(m.connector->ca_file == ca);
+  CHECK(m.ca_file == ca);
   CHECK(m.connector->interval == std::chrono::seconds(30));
   CHECK_FALSE(m.connector->read_only);
   CHECK(m.user == "AKID");

@@ -126,7 +126,8 @@ TEST_CASE("Poller diff: created, removed, modified; unchanged entries say nothin
 
 TEST_CASE("Constructors refuse malformed configuration") {
   boost::asio::io_context io;
-  for (const char* url : {"", "ftp://h", "http://", "http://h:port", "http://h/path", "http://u@h", "https://[::1"}) {
+  for (const char* url : {"", "ftp://h", "http://", "http://h:port", "http://h/path", "http://u@h", "https://[::1",
+                          "http://h:0", "http://h:65536", "http://h: 80"}) {
     HttpOptions o;
     o.url = url;
     auto c = HttpClient::create(io.get_executor(), o);

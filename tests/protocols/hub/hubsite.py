@@ -22,10 +22,17 @@ from gateway import Gateway  # noqa: E402  (the REST tests' `weft serve` harness
 
 
 class Site(Gateway):
-    def __init__(self, weft, region="us-east-1", residency=()):
-        super().__init__(weft, protocols=("rest",), region=region, prefix="weft-hub-",
-                         config={"residency": [{"prefix": p, "regions": list(r)} for p, r in residency]})
+    """`tls`: the REST listener over TLS too (its self-signed certificate in
+    `ca`, its address in `rest_tls`)."""
+
+    def __init__(self, weft, region="us-east-1", residency=(), tls=False):
+        config = {"residency": [{"prefix": p, "regions": list(r)} for p, r in residency]}
+        if tls:
+            config["listeners"] = {"rest_tls": "127.0.0.1:0"}
+        super().__init__(weft, protocols=("rest",), region=region, prefix="weft-hub-", config=config)
         self.rest = self.endpoints["rest"]
+        self.rest_tls = self.endpoints.get("rest_tls")
+        self.ca = str(self.data / "tls" / "cert.pem")
         self.emulators = []
 
     def emulator(self, *args):
@@ -71,19 +78,24 @@ SPOKE_PROTOCOLS = ("rest", "s3", "sftp", "nfs")
 class Spoke(Gateway):
     """A spoke `weft serve` mounting `remote` of `hub_url` at `local` (by
     config, or by flags; `local` None: no mount, one is added at run time),
-    serving `protocols`; `spoke_cache`: the config's chunk cache budgets."""
+    serving `protocols`; `spoke_cache`: the config's chunk cache budgets;
+    `ca`: the certificates an https hub is verified with."""
 
     def __init__(self, weft, hub, hub_url, mode="strict", flags=False, protocols=SPOKE_PROTOCOLS, region=None,
-                 local="/datasets", remote="data/datasets", spoke_cache=None):
+                 local="/datasets", remote="data/datasets", spoke_cache=None, ca=None):
         credentials = str(hub.data / "credentials.json")
         self.protocols = protocols
         args, config = [], {}
         if flags:
             args = ["--spoke", "%s=%s/%s" % (local, hub_url, remote),
                     "--spoke-credentials", credentials, "--spoke-mode", mode]
+            if ca:
+                args += ["--spoke-ca", ca]
         elif local:
             config["spokes"] = [{"local": local, "hub": hub_url, "remote": remote,
                                  "credentials": credentials, "mode": mode}]
+            if ca:
+                config["spokes"][0]["ca_file"] = ca
         if spoke_cache:
             config["spoke_cache"] = spoke_cache
         super().__init__(weft, protocols=protocols, prefix="weft-spoke-", region=region, args=args,

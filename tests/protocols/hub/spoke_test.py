@@ -14,6 +14,7 @@ refuses writes read-only).
 
 import hashlib
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -321,6 +322,129 @@ class RestartTest(unittest.TestCase):
             for site in (spoke, hub):
                 if site:
                     self.assertEqual(site.stop(), 0)
+
+
+class TlsTest(unittest.TestCase):
+    """The hub protocol over HTTPS: the hub's REST listener serves TLS too
+    (--rest-tls, its self-signed certificate); a spoke given that
+    certificate as its CA reads, lists, writes and follows the change feed
+    (wss) through it; spokes trusting another certificate, or the system's,
+    are refused with the reason in their log, and no byte is served."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.hub = Site(WEFT, tls=True)
+        cls.files = {"small.txt": b"over https\n", "big.bin": os.urandom(3 << 20) + b"z" * (1 << 20)}
+        for path, body in cls.files.items():
+            hub_put(cls.hub, DATASETS + path, body)
+        cls.url = "https://" + cls.hub.rest_tls
+        cls.spoke = Spoke(WEFT, cls.hub, cls.url, flags=True, ca=cls.hub.ca)
+        cls.s3 = cls.spoke.s3()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s3.close()
+        spoke_code = cls.spoke.stop()
+        hub_code = cls.hub.stop()
+        assert spoke_code == 0 and hub_code == 0, (spoke_code, hub_code)
+
+    def hub_metrics_over_tls(self):
+        """The hub's metrics over its TLS listener, with curl."""
+        r = subprocess.run(["curl", "-sf", "--cacert", self.hub.ca, self.url + "/metrics"], capture_output=True,
+                           check=True)
+        return r.stdout.decode()
+
+    def test_reads_writes_and_the_feed_over_https(self):
+        for path, body in self.files.items():
+            self.assertEqual(s3_body(self.s3, path), body)
+        listed = self.s3.list_objects_v2(Bucket="datasets")["Contents"]
+        self.assertEqual({o["Key"]: o["Size"] for o in listed}, {k: len(v) for k, v in self.files.items()})
+        # A write at the spoke is committed at the hub; read back there over
+        # its TLS listener with curl.
+        written = os.urandom(300 << 10)
+        self.s3.put_object(Bucket="datasets", Key="from-spoke.bin", Body=written)
+        r = subprocess.run(["curl", "-sf", "--cacert", self.hub.ca, "-u", "%s:%s" % self.hub.admin,
+                            self.url + "/api/v1/files/data/datasets/from-spoke.bin"], capture_output=True)
+        self.assertEqual((r.returncode, r.stdout), (0, written), r.stderr)
+        # An overwrite at the hub reaches the spoke through the wss feed.
+        hub_put(self.hub, DATASETS + "small.txt", b"changed at the hub\n")
+        deadline = time.monotonic() + FEED_WAIT
+        while s3_body(self.s3, "small.txt") != b"changed at the hub\n" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(s3_body(self.s3, "small.txt"), b"changed at the hub\n")
+        with rest(self.spoke) as s:
+            mount = s.get(self.spoke.url + "/api/v1/spokes").json()["spokes"][0]
+        self.assertEqual((mount["hub"], mount["state"]), (self.url, "connected"), mount)
+        # The hub's metrics over its TLS listener: the spoke's one commit.
+        commits = [line for line in self.hub_metrics_over_tls().splitlines()
+                   if line.startswith('weft_hub_requests_total{call="commit"} ')]
+        self.assertEqual([float(line.rpartition(" ")[2]) for line in commits], [1.0])
+
+    def test_a_mount_added_over_rest_or_the_cli_trusts_its_ca_file(self):
+        spec = {"local": "/mirror", "hub": self.url, "remote": "data/datasets",
+                "credentials": self.hub.credentials, "ca_file": self.hub.ca}
+        api = self.spoke.url + "/api/v1/spokes"
+        with rest(self.spoke) as s:
+            r = s.post(api, json=spec)
+            self.assertEqual(r.status_code, 201, r.text)
+            r = s.get(self.spoke.url + "/api/v1/files/data/mirror/big.bin")
+            self.assertEqual((r.status_code, r.content == self.files["big.bin"]), (200, True))
+            self.assertEqual(s.delete(api + "/mirror").status_code, 204)
+            # A CA file the spoke cannot read, or one without a certificate.
+            r = s.post(api, json=dict(spec, ca_file="/nonexistent/ca.pem"))
+            self.assertEqual((r.status_code, r.json()["error"]["code"]), (400, "invalid_json"))
+            self.assertIn('field "ca_file": cannot read "/nonexistent/ca.pem"', r.json()["error"]["message"])
+            empty = pathlib.Path(self.spoke.tmp) / "empty-ca.pem"
+            empty.write_text("")
+            r = s.post(api, json=dict(spec, ca_file=str(empty)))
+            self.assertEqual((r.status_code, r.json()["error"]["code"]), (400, "invalid_json"))
+            self.assertIn('field "hub" or "ca_file"', r.json()["error"]["message"])
+        self.assertIn("TLS CA file %s: no usable PEM certificate" % empty, self.spoke.log())
+        # The same with the CLI.
+        r = subprocess.run([WEFT, "spokes", "add", "/cli", self.url + "/data/datasets", "--hub-credentials",
+                            str(self.hub.data / "credentials.json"), "--hub-ca", self.hub.ca,
+                            "--data", str(self.spoke.data)], capture_output=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b"mounted /cli: data/datasets of " + self.url.encode(), r.stdout)
+        with rest(self.spoke) as s:
+            r = s.get(self.spoke.url + "/api/v1/files/data/cli/big.bin")
+            self.assertEqual((r.status_code, r.content == self.files["big.bin"]), (200, True))
+            self.assertEqual(s.delete(api + "/cli").status_code, 204)
+
+    def refused(self, **kw):
+        """A spoke of the hub's https address that must not trust it: what
+        its S3 client and its log say."""
+        spoke = Spoke(WEFT, self.hub, self.url, **kw)
+        try:
+            s3 = spoke.s3()
+            with self.assertRaises(botocore.exceptions.ClientError) as e:
+                s3_body(s3, "small.txt")
+            s3.close()
+            self.assertEqual(e.exception.response["Error"]["Code"], "ServiceUnavailable")
+            deadline = time.monotonic() + 10
+            while "not trusted" not in spoke.log() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            return spoke.log()
+        finally:
+            self.assertEqual(spoke.stop(), 0)
+
+    def test_a_hub_certificate_that_does_not_verify_is_refused_clearly(self):
+        other = pathlib.Path(self.spoke.tmp) / "other-ca.pem"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                        "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1",
+                        "-keyout", str(other.with_suffix(".key")), "-out", str(other)],
+                       check=True, capture_output=True)
+        log = self.refused(ca=str(other))
+        self.assertIn("the server's certificate is not trusted (self-signed certificate; trusted: %s)" % other, log)
+        log = self.refused()  # the system's certificates
+        self.assertIn("the server's certificate is not trusted (self-signed certificate; "
+                      "trusted: the system's certificates)", log)
+        # A CA file that holds no certificate fails the start, named.
+        empty = pathlib.Path(self.spoke.tmp) / "empty.pem"
+        empty.write_text("")
+        with self.assertRaises(AssertionError) as e:
+            Spoke(WEFT, self.hub, self.url, ca=str(empty))
+        self.assertIn("TLS CA file %s: no usable PEM certificate" % empty, str(e.exception))
 
 
 def configure(args):
