@@ -74,7 +74,8 @@ class PinTest(unittest.TestCase):
     def read(self, files):
         for name, body in files.items():
             r = self.s.get(self.api("/files/data/datasets/" + name))
-            self.assertEqual(r.status_code, 200, r.text)
+            # (r.text of a binary body would run a slow charset detection)
+            self.assertEqual(r.status_code, 200, r.content[:200])
             self.assertEqual(r.content, body)
 
     def pins(self):
@@ -115,7 +116,10 @@ class PinTest(unittest.TestCase):
         last = {"other/f11.bin": self.other["other/f11.bin"]}
         self.read(last)  # cached now (the newest)
         dropped = self.evict(path="data/datasets/other/f11.bin")
-        self.assertEqual((dropped["files"], dropped["bytes"], dropped["pinned"]), (1, 256 * KIB, 0))
+        self.assertEqual((dropped["files"], dropped["pinned"]), (1, 0))
+        # Much of the SSD tier is pinned: what RAM refused of it may be gone already.
+        self.assertGreater(dropped["bytes"], 0)
+        self.assertLessEqual(dropped["bytes"], 256 * KIB)
         before = self.mount()["cache"]
         self.read(last)
         self.assertEqual(self.mount()["cache"]["miss_bytes"] - before["miss_bytes"], 256 * KIB)
