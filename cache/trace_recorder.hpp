@@ -36,7 +36,7 @@ class TraceRecorder {
 
   struct Totals {
     std::uint64_t accesses = 0;
-    std::uint64_t bytes = 0;  // of the file
+    std::uint64_t bytes = 0;  // of the file, once stopped
   };
   // Flushes and closes the file; later accesses are not recorded. An error
   // when a write failed.
@@ -50,7 +50,7 @@ class TraceRecorder {
   mutable std::mutex mu_;
   std::ofstream out_;                           // guarded by mu_
   std::unique_ptr<learn::TraceWriter> writer_;  // guarded by mu_; null once stopped
-  Totals totals_;                               // guarded by mu_ (bytes: as of the last flush)
+  Totals totals_;                               // guarded by mu_ (bytes: set by stop())
 };
 
 }  // namespace weft::cache
