@@ -173,21 +173,39 @@ constexpr CacheFigure kTierFigures[] = {
      &SpokeCacheStats::Tier::pinned_bytes},
 };
 
+// The cache's figures for one scrape: the series read them in turn, and
+// figures with pins cost a lookup per pinned chunk, so they are taken once
+// a second at most.
+class ScrapedCacheStats {
+ public:
+  explicit ScrapedCacheStats(std::weak_ptr<State> st) : st_(std::move(st)) {}
+  SpokeCacheStats get() {
+    std::lock_guard lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - taken_ >= std::chrono::seconds(1)) {
+      auto s = st_.lock();
+      stats_ = s ? cache_stats(*s) : SpokeCacheStats{};
+      taken_ = now;
+    }
+    return stats_;
+  }
+
+ private:
+  const std::weak_ptr<State> st_;
+  std::mutex mu_;
+  SpokeCacheStats stats_;                        // guarded by mu_
+  std::chrono::steady_clock::time_point taken_;  // guarded by mu_
+};
+
 void register_cache_metrics(const std::shared_ptr<State>& st) {
   auto& reg = metrics::Registry::global();
-  std::weak_ptr<State> weak = st;
-  auto total = [weak](std::uint64_t SpokeCacheStats::*field) {
-    return [weak, field] {
-      auto s = weak.lock();
-      return s ? double(cache_stats(*s).*field) : 0.0;
-    };
+  auto scraped = std::make_shared<ScrapedCacheStats>(st);
+  auto total = [scraped](std::uint64_t SpokeCacheStats::*field) {
+    return [scraped, field] { return double(scraped->get().*field); };
   };
   for (const CacheFigure& f : kTierFigures) {
     for (auto [tier, which] : {std::pair{"ram", &SpokeCacheStats::ram}, std::pair{"ssd", &SpokeCacheStats::ssd}}) {
-      auto read = [weak, which, field = f.field] {
-        auto s = weak.lock();
-        return s ? double(cache_stats(*s).*which.*field) : 0.0;
-      };
+      auto read = [scraped, which, field = f.field] { return double(scraped->get().*which.*field); };
       if (f.counter)
         reg.counter_fn(f.name, f.help, {{"tier", tier}}, read);
       else
