@@ -125,7 +125,8 @@ class ChunkCache {
   };
   // `outlook`: when the caller (the prefetcher) expects the chunk to be
   // read next, for the RAM tier's policy: given to Policy::admit for a chunk
-  // fetched or brought up, to Policy::expect for one resident.
+  // fetched or brought up, to Policy::expect for one resident. Its times
+  // are the steady clock's, in nanoseconds.
   boost::asio::awaitable<Result<Bytes>> get_or_fetch(const Digest& digest, Fetch fetch,
                                                      Fetched fetched = Fetched::unchecked,
                                                      learn::Outlook outlook = learn::Outlook::unknown(),
