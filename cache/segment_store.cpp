@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 
 namespace weft::cache {
 
@@ -75,15 +76,16 @@ struct SegmentStore::Segment {
   std::vector<Digest> digests;  // guarded by mu_: its records (an index entry may point elsewhere since)
 };
 
-SegmentStore::SegmentStore(fs::path dir, std::uint64_t budget)
+SegmentStore::SegmentStore(fs::path dir, std::uint64_t budget, Keep keep)
     : dir_(std::move(dir)),
       budget_(budget),
-      segment_bytes_(std::clamp<std::uint64_t>(budget / kSegmentsPerBudget, 1, kMaxSegmentBytes)) {}
+      segment_bytes_(std::clamp<std::uint64_t>(budget / kSegmentsPerBudget, 1, kMaxSegmentBytes)),
+      keep_(std::move(keep)) {}
 
 SegmentStore::~SegmentStore() = default;
 
-Result<std::unique_ptr<SegmentStore>> SegmentStore::open(fs::path dir, std::uint64_t budget) {
-  std::unique_ptr<SegmentStore> s(new SegmentStore(std::move(dir), budget));
+Result<std::unique_ptr<SegmentStore>> SegmentStore::open(fs::path dir, std::uint64_t budget, Keep keep) {
+  std::unique_ptr<SegmentStore> s(new SegmentStore(std::move(dir), budget, std::move(keep)));
   std::error_code ec;
   fs::create_directories(s->dir_, ec);
   if (ec) return ec;
@@ -178,9 +180,11 @@ std::uint64_t SegmentStore::newer_half_locked() const {
   return 0;
 }
 
-std::shared_ptr<SegmentStore::Segment> SegmentStore::evict_oldest_locked() {
-  auto seg = std::move(segments_.front());
-  segments_.pop_front();
+std::shared_ptr<SegmentStore::Segment> SegmentStore::evict_oldest_locked() { return evict_locked(segments_.begin()); }
+
+std::shared_ptr<SegmentStore::Segment> SegmentStore::evict_locked(std::deque<std::shared_ptr<Segment>>::iterator at) {
+  auto seg = std::move(*at);
+  segments_.erase(at);
   for (const Digest& d : seg->digests) {
     auto it = index_.find(d);
     if (it == index_.end() || it->second.segment != seg) continue;
@@ -189,6 +193,30 @@ std::shared_ptr<SegmentStore::Segment> SegmentStore::evict_oldest_locked() {
   }
   stats_.bytes -= seg->size;
   return seg;
+}
+
+bool SegmentStore::append_locked(const Digest& d, const std::string& bytes) {
+  if (!active_ || active_->size >= segment_bytes_) active_ = start_segment();
+  if (!active_) return false;  // the directory is unusable
+  char head[kHead];
+  put_le32(head, kMagic);
+  put_le32(head + 4, static_cast<std::uint32_t>(bytes.size()));
+  std::memcpy(head + 8, d.data(), d.size());
+  iovec parts[2] = {{head, kHead}, {const_cast<char*>(bytes.data()), bytes.size()}};
+  const std::uint64_t at = active_->size;
+  const ssize_t n = ::pwritev(active_->fd, parts, 2, static_cast<off_t>(at));
+  if (n != static_cast<ssize_t>(kHead + bytes.size())) {
+    // Full or failing: the next write starts a segment of its own (what
+    // this one left past the last record is cut off by the next open).
+    active_.reset();
+    return false;
+  }
+  std::lock_guard lock(mu_);
+  active_->size += static_cast<std::uint64_t>(n);
+  active_->digests.push_back(d);
+  stats_.bytes += static_cast<std::uint64_t>(n);
+  index_[d] = Where{active_, at + kHead, static_cast<std::uint32_t>(bytes.size())};
+  return true;
 }
 
 void SegmentStore::write(const std::vector<std::pair<Digest, Bytes>>& chunks) {
@@ -209,33 +237,73 @@ void SegmentStore::write(const std::vector<std::pair<Digest, Bytes>>& chunks) {
       if (bytes->size() > kMaxRecord) continue;
       if (!active_ || active_->size >= segment_bytes_) active_ = start_segment();
       if (!active_) break;  // the directory is unusable: nothing more goes down
-      char head[kHead];
-      put_le32(head, kMagic);
-      put_le32(head + 4, static_cast<std::uint32_t>(bytes->size()));
-      std::memcpy(head + 8, d.data(), d.size());
-      iovec parts[2] = {{head, kHead}, {const_cast<char*>(bytes->data()), bytes->size()}};
-      const std::uint64_t at = active_->size;
-      const ssize_t n = ::pwritev(active_->fd, parts, 2, static_cast<off_t>(at));
-      if (n != static_cast<ssize_t>(kHead + bytes->size())) {
-        // Full or failing: the next write starts a segment of its own (what
-        // this one left past the last record is cut off by the next open).
-        active_.reset();
-        continue;
-      }
-      std::lock_guard lock(mu_);
-      active_->size += static_cast<std::uint64_t>(n);
-      active_->digests.push_back(d);
-      stats_.bytes += static_cast<std::uint64_t>(n);
-      index_[d] = Where{active_, at + kHead, static_cast<std::uint32_t>(bytes->size())};
+      append_locked(d, *bytes);
     }
-    std::lock_guard lock(mu_);
-    while (stats_.bytes > budget_ && !segments_.empty()) {
-      doomed.push_back(evict_oldest_locked());
-      if (doomed.back() == active_) active_.reset();
-    }
+    evict_past_budget(doomed);
   }
   std::error_code ec;
   for (const auto& seg : doomed) fs::remove(seg->path, ec);
+}
+
+void SegmentStore::evict_past_budget(std::vector<std::shared_ptr<Segment>>& doomed) {
+  // Segments started from here on hold what this pass writes anew: they are
+  // not its to evict, so the pass ends.
+  const std::uint64_t first_new = next_seq_;
+  std::uint64_t passed = 0;  // segments at the front that hold only kept records
+  for (;;) {
+    std::shared_ptr<Segment> seg;
+    std::vector<std::pair<Digest, Where>> live;
+    {
+      std::lock_guard lock(mu_);
+      if (stats_.bytes <= budget_ || passed >= segments_.size() || segments_[passed]->seq >= first_new) return;
+      seg = segments_[passed];
+      if (keep_) {
+        for (const Digest& d : seg->digests)
+          if (auto it = index_.find(d); it != index_.end() && it->second.segment == seg) live.emplace_back(d, it->second);
+      }
+    }
+    std::vector<std::pair<Digest, Where>> kept;
+    for (auto& record : live)
+      if (keep_(record.first)) kept.push_back(std::move(record));
+    if (!kept.empty() && kept.size() == live.size()) {
+      ++passed;  // nothing to gain but dead records
+      continue;
+    }
+    if (seg == active_) active_.reset();  // what is kept goes to a segment of its own
+    for (const auto& [d, w] : kept) {
+      std::string bytes(w.length, '\0');
+      if (pread_fully(seg->fd, bytes.data(), bytes.size(), w.offset) && sha256(bytes) == d) append_locked(d, bytes);
+    }
+    std::lock_guard lock(mu_);
+    auto at = std::find(segments_.begin(), segments_.end(), seg);
+    doomed.push_back(evict_locked(at));
+  }
+}
+
+std::uint32_t SegmentStore::length(const Digest& d) const {
+  std::lock_guard lock(mu_);
+  auto it = index_.find(d);
+  return it == index_.end() ? 0 : it->second.length;
+}
+
+std::vector<std::uint32_t> SegmentStore::drop(const std::vector<Digest>& digests) {
+  std::vector<std::uint32_t> lengths;
+  lengths.reserve(digests.size());
+  std::lock_guard lock(mu_);
+  for (const Digest& d : digests) {
+    auto it = index_.find(d);
+    lengths.push_back(it == index_.end() ? 0 : it->second.length);
+    if (it != index_.end()) index_.erase(it);
+  }
+  return lengths;
+}
+
+std::vector<Digest> SegmentStore::digests() const {
+  std::lock_guard lock(mu_);
+  std::vector<Digest> out;
+  out.reserve(index_.size());
+  for (const auto& [d, w] : index_) out.push_back(d);
+  return out;
 }
 
 SegmentStore::Stats SegmentStore::stats() const {

@@ -16,7 +16,8 @@
 // Nothing is synced: every chunk read is checked against its SHA-256, so a
 // record that a crash or the disk damaged is dropped, never returned.
 //
-// Thread-safe. Lock order: append_mu_, then mu_; no I/O under mu_ (reads
+// Thread-safe. Lock order: append_mu_, then Keep's own locks, then mu_
+// (Keep is called with append_mu_ held only); no I/O under mu_ (reads
 // copy a segment's shared descriptor out and pread without a lock, so a
 // segment deleted meanwhile is read to the end of that read).
 #pragma once
@@ -25,14 +26,17 @@
 #include "cache/digest.hpp"
 
 #include <deque>
+#include <functional>
 #include <unordered_map>
 
 namespace weft::cache {
 
 class SegmentStore {
  public:
+  // Whether a chunk must survive its segment's eviction.
+  using Keep = std::function<bool(const Digest&)>;
   // Creates `dir` if missing and indexes the segments it holds.
-  static Result<std::unique_ptr<SegmentStore>> open(std::filesystem::path dir, std::uint64_t budget);
+  static Result<std::unique_ptr<SegmentStore>> open(std::filesystem::path dir, std::uint64_t budget, Keep keep);
   ~SegmentStore();
 
   bool holds(const Digest& digest) const;
@@ -42,6 +46,13 @@ class SegmentStore {
   // Appends the chunks not held (or held in the older half), then deletes
   // the oldest segments past the budget.
   void write(const std::vector<std::pair<Digest, Bytes>>& chunks);
+  // The length of a chunk's record, 0 when not held.
+  std::uint32_t length(const Digest& digest) const;
+  // Forgets chunks (their records become dead space that ages out with
+  // their segments); returns each one's length, 0 for one not held.
+  std::vector<std::uint32_t> drop(const std::vector<Digest>& digests);
+  // Every chunk held.
+  std::vector<Digest> digests() const;
 
   struct Stats {
     std::uint64_t bytes = 0;      // of the segment files, dead records included
@@ -54,7 +65,7 @@ class SegmentStore {
   struct Segment;
 
  private:
-  SegmentStore(std::filesystem::path dir, std::uint64_t budget);
+  SegmentStore(std::filesystem::path dir, std::uint64_t budget, Keep keep);
   struct Where {
     std::shared_ptr<Segment> segment;
     std::uint64_t offset = 0;  // of the chunk's bytes
@@ -67,10 +78,19 @@ class SegmentStore {
   std::uint64_t newer_half_locked() const;
   // With mu_ held: forgets the oldest segment and returns it (to unlink).
   std::shared_ptr<Segment> evict_oldest_locked();
+  // With mu_ held: forgets segment `seg` and returns it (to unlink).
+  std::shared_ptr<Segment> evict_locked(std::deque<std::shared_ptr<Segment>>::iterator seg);
+  // With append_mu_ held: appends one record to the active segment (a new
+  // one when full); false when it could not be written.
+  bool append_locked(const Digest& d, const std::string& bytes);
+  // With append_mu_ held: deletes segments, oldest first, until the tier is
+  // within its budget, writing anew what keep_ wants of them first.
+  void evict_past_budget(std::vector<std::shared_ptr<Segment>>& doomed);
 
   const std::filesystem::path dir_;
   const std::uint64_t budget_;
   const std::uint64_t segment_bytes_;  // a segment is closed past this size
+  const Keep keep_;                    // may be empty: nothing kept
 
   std::mutex append_mu_;
   std::shared_ptr<Segment> active_;  // guarded by append_mu_: null until the first write

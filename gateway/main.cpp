@@ -102,8 +102,9 @@ int main(int argc, char** argv) {
   // The operator commands (status, ls, put, user, jobs, audit, ...) talk to a
   // running gateway over REST.
   weft::cli::Commands commands(app);
-  // The offline cache tools (replay, gen-trace) need no gateway.
-  weft::cli::CacheTools cache_tools(app);
+  // The offline cache tools (replay, gen-trace) need no gateway; they sit
+  // beside the online ones under `weft cache`.
+  weft::cli::CacheTools cache_tools(*app.get_subcommand("cache"));
 
   try {
     app.parse(argc, argv);

@@ -193,12 +193,10 @@ struct CacheTools::Impl {
   GenArgs gen_args;
 };
 
-CacheTools::CacheTools(CLI::App& app) : impl_(std::make_unique<Impl>()) {
-  auto* cache = app.add_subcommand("cache", "Offline cache tools: replay traces, generate training traces.");
-  cache->require_subcommand(1);
+CacheTools::CacheTools(CLI::App& cache) : impl_(std::make_unique<Impl>()) {
 
   auto& r = impl_->replay_args;
-  impl_->replay = cache->add_subcommand(
+  impl_->replay = cache.add_subcommand(
       "replay", "Replay a trace through cache policies and Belady's MIN; print hit ratios as BENCH lines.");
   impl_->replay->add_option("--trace", r.trace, "Trace file: weft's binary format or CSV (time_ns,client,path,offset,length)")
       ->required()
@@ -219,7 +217,7 @@ CacheTools::CacheTools(CLI::App& app) : impl_(std::make_unique<Impl>()) {
       ->type_name("BYTES");
 
   auto& g = impl_->gen_args;
-  impl_->gen = cache->add_subcommand("gen-trace", "Write a synthetic training trace, deterministic by seed.");
+  impl_->gen = cache.add_subcommand("gen-trace", "Write a synthetic training trace, deterministic by seed.");
   impl_->gen
       ->add_option("--workload", g.workload,
                    "a: 3 epochs of 10,000 files; b: 3 jobs sharing subsets; c: (a) and a rerun after changes; "

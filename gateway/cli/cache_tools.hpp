@@ -20,7 +20,9 @@ namespace weft::cli {
 
 class CacheTools {
  public:
-  explicit CacheTools(CLI::App& app);
+  // Adds the commands to `cache`, the `weft cache` parent (which the
+  // operator commands make, cache_commands.cpp).
+  explicit CacheTools(CLI::App& cache);
   ~CacheTools();
   CacheTools(const CacheTools&) = delete;
   CacheTools& operator=(const CacheTools&) = delete;

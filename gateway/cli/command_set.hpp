@@ -29,5 +29,7 @@ struct CommandSet {
 void add_file_commands(CommandSet& set, CLI::App& app);
 void add_admin_commands(CommandSet& set, CLI::App& app);
 void add_spoke_commands(CommandSet& set, CLI::App& app);
+// Also makes the `cache` parent that CacheTools (cache_tools.hpp) adds to.
+void add_cache_commands(CommandSet& set, CLI::App& app);
 
 }  // namespace weft::cli

@@ -30,6 +30,7 @@ Commands::Commands(CLI::App& app) : impl_(std::make_unique<Impl>()) {
   add_file_commands(impl_->set, app);
   add_admin_commands(impl_->set, app);
   add_spoke_commands(impl_->set, app);
+  add_cache_commands(impl_->set, app);
 }
 
 Commands::~Commands() = default;

@@ -106,6 +106,13 @@ struct SpokeCacheOptions {
   std::uint64_t ssd_bytes = 8ull << 30;
 };
 
+// A recording of a spoke mount's chunk reads (Namespace::start_spoke_trace).
+struct SpokeTrace {
+  std::string local;                      // the mount ("/datasets")
+  std::string file;                       // the trace file on this server
+  std::uint64_t accesses = 0, bytes = 0;  // recorded so far (bytes: once stopped)
+};
+
 // What an operator reads of one spoke mount (Namespace::spoke_stats).
 struct SpokeMountStats {
   std::string local, hub_url, remote, user;  // as mounted (never the password)
@@ -128,21 +135,47 @@ struct SpokeMountStats {
   // Chunks this mount's reads looked for: found in the shared chunk cache
   // (hits, never fetched: the dedup saving), or not (misses).
   std::uint64_t cache_hits = 0, cache_hit_bytes = 0, cache_misses = 0, cache_miss_bytes = 0;
+  std::optional<SpokeTrace> trace;  // its reads being recorded
 
   // How far the mount is behind the hub's change log.
   std::uint64_t lag() const { return hub_last_change > cursor ? hub_last_change - cursor : 0; }
 };
 
-// The chunk cache all mounts share.
+// The chunk cache all mounts share, per tier and in all. A tier's misses
+// are the lookups that went on below it; RAM's refused are chunks its
+// admission policy sent down instead of storing, its evictions chunks its
+// policy moved down (or dropped, without an SSD tier); the SSD tier's
+// evictions are chunks dropped with their segment.
 struct SpokeCacheStats {
-  std::uint64_t ram_bytes = 0, ram_budget = 0, ram_chunks = 0;
-  std::uint64_t ssd_bytes = 0, ssd_budget = 0, ssd_chunks = 0;
-  std::uint64_t ram_hits = 0, ssd_hits = 0, misses = 0, fetches = 0, evictions = 0, corrupt = 0;
+  struct Tier {
+    std::uint64_t bytes = 0, budget = 0, chunks = 0;
+    std::uint64_t hits = 0, misses = 0, refused = 0, evictions = 0;
+    std::uint64_t pinned_bytes = 0;  // of pinned chunks the tier holds
+  };
+  Tier ram, ssd;
+  std::uint64_t misses = 0, fetches = 0, evictions = 0, corrupt = 0;
+  std::uint64_t pins = 0, pinned_chunks = 0;
 };
 
 struct SpokeStats {
   std::vector<SpokeMountStats> mounts;  // in mount point order
   SpokeCacheStats cache;
+};
+
+// A pin of the spoke chunk cache (Namespace::pin_cached): the chunks of the
+// files at or below a path, at their versions when pinned, never evicted.
+struct CachePin {
+  std::string path;             // as the operator named it
+  std::uint64_t files = 0;      // files listed when pinned
+  std::uint64_t chunks = 0;     // their distinct chunks
+  std::uint64_t cached_chunks = 0, cached_bytes = 0;  // of them, in the cache now
+};
+
+// What Namespace::evict_cached dropped.
+struct CacheEvicted {
+  std::uint64_t files = 0;              // files listed (0: everything was asked for)
+  std::uint64_t chunks = 0, bytes = 0;  // dropped from the cache
+  std::uint64_t pinned = 0;             // chunks kept because a pin holds them
 };
 
 class Namespace {
@@ -308,6 +341,35 @@ class Namespace {
   Status remove_spoke(const OpContext& ctx, std::string_view local);
   // Every mount's figures and the shared cache's. Administrators only.
   Result<SpokeStats> spoke_stats(const OpContext& ctx) const;
+
+  // --- The spoke chunk cache's operator controls (spoke_cache.cpp) --------
+  // Administrators only (Errc::perm); Errc::invalid: `ino` is not a spoke
+  // mount or below one; Errc::unavailable: no spokes.
+  // Pins the chunks of the files at or below `ino` (named `path`, which
+  // names the pin), at the versions current now: they are never evicted,
+  // cached already or once they are fetched (pinning fetches nothing: a
+  // warm job does). Pinning `path` again replaces its pin. Each file's
+  // manifest is asked of the hub, as an open does.
+  Task<CachePin> pin_cached(const OpContext& ctx, Ino ino, std::string path);
+  // Errc::not_found: no pin of that name.
+  Status unpin_cached(const OpContext& ctx, std::string_view path);
+  Result<std::vector<CachePin>> cache_pins(const OpContext& ctx) const;
+  // Drops the chunks of the files at or below `ino` (nullopt: every chunk)
+  // from both tiers of the cache, except pinned ones.
+  Task<CacheEvicted> evict_cached(const OpContext& ctx, std::optional<Ino> ino);
+  // Starts recording the chunk reads of spoke mount `local` ("/datasets")
+  // to DATA_DIR/traces/NAME.trc in the binary trace format of
+  // cache/learn/trace.hpp (`weft cache replay --trace FILE` replays it):
+  // time, client (user@address), file, version, chunk, offset, bytes, and
+  // whether RAM, SSD or neither held it. Prefetches are not reads. Errors:
+  // Errc::not_found (no such mount), Errc::bad_name (NAME is not letters,
+  // digits, '.', '_' or '-', or starts with '.'), Errc::exists (the file
+  // exists), Errc::busy (the mount is recording already).
+  Result<SpokeTrace> start_spoke_trace(const OpContext& ctx, std::string_view local, std::string_view name);
+  // Stops it and closes the file. Errc::not_found: no such mount, or it
+  // is not recording; Errc::io: a write failed (what was written before is
+  // a valid trace).
+  Result<SpokeTrace> stop_spoke_trace(const OpContext& ctx, std::string_view local);
 
   // Flushes and closes the store; further calls fail with Errc::unavailable.
   void close();

@@ -42,10 +42,12 @@
 // feeds and prefetches on the executor given to start().
 #pragma once
 
+#include "cache/digest.hpp"
 #include "gateway/ns/impl.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -71,6 +73,17 @@ class Spokes {
   Task<void> add(SpokeMount spec);
   Status remove(std::string_view local);
   SpokeStats stats() const;
+
+  // The chunk cache's operator controls (spoke_cache.cpp; as Namespace's
+  // pin_cached, unpin_cached, cache_pins and evict_cached).
+  Task<CachePin> pin(const OpContext& ctx, Ino ino, std::string path);
+  Status unpin(std::string_view path);
+  std::vector<CachePin> pins() const;
+  Task<CacheEvicted> evict(const OpContext& ctx, std::optional<Ino> ino);
+  // Recording a mount's reads (as Namespace's start_spoke_trace and
+  // stop_spoke_trace; `file` must not exist).
+  Result<SpokeTrace> start_trace(std::string_view local, const std::filesystem::path& file);
+  Result<SpokeTrace> stop_trace(std::string_view local);
 
   // Whether `ino` is a mount point or below one.
   bool serves(Ino ino) const { return ino >= kShadowInoBase || is_mount_point(ino); }
@@ -138,6 +151,13 @@ class Spokes {
   // `a` with the size and time of writes staged here and not committed yet.
   Attr live(Attr a) const;
   std::shared_ptr<OpenFile> open_file(Handle h) const;
+  // The distinct chunks of the files at or below `ino`, at their current
+  // versions (each file opened for its manifest), and how many files.
+  struct FileChunks {
+    std::vector<cache::Digest> digests;
+    std::uint64_t files = 0;
+  };
+  Task<FileChunks> chunks_below(const OpContext& ctx, Ino ino);
   Task<Attr> commit_file(const OpContext& ctx, std::shared_ptr<Staged> s);
   // One writer of `s` fewer; the last commits what they wrote.
   Task<void> release_writer(std::shared_ptr<Staged> s);

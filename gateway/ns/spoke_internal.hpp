@@ -8,6 +8,7 @@
 
 #include "backend/hub/remote.hpp"
 #include "cache/chunk_cache.hpp"
+#include "cache/trace_recorder.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -97,6 +98,9 @@ struct Spokes::Mount {
 
   // Chunk lookups of its reads, for stats() (spoke_ops.cpp).
   std::atomic<std::uint64_t> hits{0}, hit_bytes{0}, misses{0}, miss_bytes{0};
+  // The recorder of its chunk reads while an operator has one running
+  // (spoke_cache.cpp); read without a lock by every chunk read.
+  std::atomic<std::shared_ptr<cache::TraceRecorder>> trace;
 
   struct Dir {
     std::map<std::string, std::optional<std::uint64_t>, std::less<>> names;  // nullopt: no such name
@@ -170,6 +174,9 @@ struct Spokes::State {
   // figures once cache_open says so.
   std::shared_ptr<cache::ChunkCache> chunks;
   std::atomic<bool> cache_open{false};
+  // Files each pin of the cache listed when made (spoke_cache.cpp).
+  std::mutex pins_mu;
+  std::map<std::string, std::uint64_t, std::less<>> pinned_files;  // guarded by pins_mu
   mutable std::mutex mounts_mu;
   std::vector<std::shared_ptr<Mount>> mounts;  // guarded by mounts_mu, in mount point order
   // The mount points of `mounts` (0: a free slot), read without a lock by
@@ -237,6 +244,12 @@ void stop_mount(Mount& m);
 // Opens the chunk cache all mounts share unless open (DATA_DIR/spoke-cache)
 // and registers its metrics. With State::change_mu held.
 Status open_cache(const std::shared_ptr<State>& st, const std::filesystem::path& data_dir);
+// Who reads, as a trace names the client: the user and the address it
+// reads from (without the port: one job's connections are one client).
+inline std::string trace_client(const OpContext& ctx) {
+  const auto colon = ctx.client_addr.rfind(':');
+  return ctx.principal.user + "@" + ctx.client_addr.substr(0, colon);
+}
 // Whether a chunk a read of `m` wants is in the shared cache (in any tier,
 // without reading it), counted as the mount's hit or miss.
 inline bool cached(State& st, Mount& m, const wire::ChunkRef& c) {

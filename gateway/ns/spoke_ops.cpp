@@ -74,6 +74,7 @@ SpokeMountStats mount_stats(Mount& m) {
   s.cache_hit_bytes = m.hit_bytes;
   s.cache_misses = m.misses;
   s.cache_miss_bytes = m.miss_bytes;
+  if (auto trace = m.trace.load()) s.trace = SpokeTrace{m.name, trace->file().string(), trace->totals().accesses, 0};
   return s;
 }
 
@@ -131,40 +132,90 @@ SpokeCacheStats cache_stats(const State& st) {
   SpokeCacheStats out;
   if (!st.cache_open.load(std::memory_order_acquire)) return out;
   const cache::ChunkCacheStats c = st.chunks->stats();
-  out.ram_bytes = c.ram_bytes;
-  out.ram_budget = c.ram_budget;
-  out.ram_chunks = c.ram_chunks;
-  out.ssd_bytes = c.ssd_bytes;
-  out.ssd_budget = c.ssd_budget;
-  out.ssd_chunks = c.ssd_chunks;
-  out.ram_hits = c.ram_hits;
-  out.ssd_hits = c.ssd_hits;
+  const bool ssd = c.ssd_budget > 0;
+  out.ram = {c.ram_bytes, c.ram_budget, c.ram_chunks, c.ram_hits, c.ssd_hits + c.misses,
+             c.ram_refused, c.ram_evictions, c.pinned_ram_bytes};
+  if (ssd) out.ssd = {c.ssd_bytes, c.ssd_budget, c.ssd_chunks, c.ssd_hits, c.misses, 0, c.evictions, c.pinned_ssd_bytes};
   out.misses = c.misses;
   out.fetches = c.fetches;
   out.evictions = c.evictions;
   out.corrupt = c.corrupt;
+  out.pins = c.pins;
+  out.pinned_chunks = c.pinned_chunks;
   return out;
 }
 
+// The cache's figures as metrics: one series per tier of each per-tier
+// figure, and the totals.
+struct CacheFigure {
+  const char* name;
+  const char* help;
+  bool counter;
+  std::uint64_t SpokeCacheStats::Tier::*field;
+};
+
+constexpr CacheFigure kTierFigures[] = {
+    {"weft_spoke_cached_bytes", "Bytes in the chunk cache all spoke mounts share", false,
+     &SpokeCacheStats::Tier::bytes},
+    {"weft_spoke_cache_budget_bytes", "The byte budget of a tier of the spoke chunk cache", false,
+     &SpokeCacheStats::Tier::budget},
+    {"weft_spoke_cached_chunks", "Chunks in the chunk cache all spoke mounts share", false,
+     &SpokeCacheStats::Tier::chunks},
+    {"weft_spoke_cache_tier_hits_total", "Lookups a tier of the spoke chunk cache answered", true,
+     &SpokeCacheStats::Tier::hits},
+    {"weft_spoke_cache_tier_misses_total", "Lookups that went on below a tier of the spoke chunk cache", true,
+     &SpokeCacheStats::Tier::misses},
+    {"weft_spoke_cache_refused_total", "Chunks a tier's admission policy did not store (sent on down)", true,
+     &SpokeCacheStats::Tier::refused},
+    {"weft_spoke_cache_tier_evictions_total", "Chunks evicted from a tier (RAM: moved down; SSD: dropped)", true,
+     &SpokeCacheStats::Tier::evictions},
+    {"weft_spoke_cache_pinned_bytes", "Bytes of pinned chunks a tier of the spoke chunk cache holds", false,
+     &SpokeCacheStats::Tier::pinned_bytes},
+};
+
+// The cache's figures for one scrape: the series read them in turn, and
+// figures with pins cost a lookup per pinned chunk, so they are taken once
+// a second at most.
+class ScrapedCacheStats {
+ public:
+  explicit ScrapedCacheStats(std::weak_ptr<State> st) : st_(std::move(st)) {}
+  SpokeCacheStats get() {
+    std::lock_guard lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - taken_ >= std::chrono::seconds(1)) {
+      auto s = st_.lock();
+      stats_ = s ? cache_stats(*s) : SpokeCacheStats{};
+      taken_ = now;
+    }
+    return stats_;
+  }
+
+ private:
+  const std::weak_ptr<State> st_;
+  std::mutex mu_;
+  SpokeCacheStats stats_;                        // guarded by mu_
+  std::chrono::steady_clock::time_point taken_;  // guarded by mu_
+};
+
 void register_cache_metrics(const std::shared_ptr<State>& st) {
   auto& reg = metrics::Registry::global();
-  std::weak_ptr<State> weak = st;
-  auto figure = [weak](std::uint64_t SpokeCacheStats::*field) {
-    return [weak, field] {
-      auto s = weak.lock();
-      return s ? double(cache_stats(*s).*field) : 0.0;
-    };
+  auto scraped = std::make_shared<ScrapedCacheStats>(st);
+  auto total = [scraped](std::uint64_t SpokeCacheStats::*field) {
+    return [scraped, field] { return double(scraped->get().*field); };
   };
-  reg.gauge_fn("weft_spoke_cached_bytes", "Bytes in the chunk cache all spoke mounts share", {{"tier", "ram"}},
-               figure(&SpokeCacheStats::ram_bytes));
-  reg.gauge_fn("weft_spoke_cached_bytes", "Bytes in the chunk cache all spoke mounts share", {{"tier", "ssd"}},
-               figure(&SpokeCacheStats::ssd_bytes));
-  reg.gauge_fn("weft_spoke_cached_chunks", "Chunks in the chunk cache all spoke mounts share", {{"tier", "ram"}},
-               figure(&SpokeCacheStats::ram_chunks));
-  reg.gauge_fn("weft_spoke_cached_chunks", "Chunks in the chunk cache all spoke mounts share", {{"tier", "ssd"}},
-               figure(&SpokeCacheStats::ssd_chunks));
+  for (const CacheFigure& f : kTierFigures) {
+    for (auto [tier, which] : {std::pair{"ram", &SpokeCacheStats::ram}, std::pair{"ssd", &SpokeCacheStats::ssd}}) {
+      auto read = [scraped, which, field = f.field] { return double(scraped->get().*which.*field); };
+      if (f.counter)
+        reg.counter_fn(f.name, f.help, {{"tier", tier}}, read);
+      else
+        reg.gauge_fn(f.name, f.help, {{"tier", tier}}, read);
+    }
+  }
   reg.counter_fn("weft_spoke_cache_evictions_total", "Chunks dropped from the spoke chunk cache's last tier", {},
-                 figure(&SpokeCacheStats::evictions));
+                 total(&SpokeCacheStats::evictions));
+  reg.gauge_fn("weft_spoke_cache_pinned_chunks", "Chunks the spoke chunk cache's pins list", {},
+               total(&SpokeCacheStats::pinned_chunks));
 }
 
 }  // namespace

@@ -151,12 +151,14 @@ struct BatchSlot {
   std::size_t index = 0;
 };
 
-asio::awaitable<cache::Result<cache::Bytes>> get_chunk(std::shared_ptr<cache::ChunkCache> chunks, BatchSlot slot) {
+// `reader`: a read of the mount's to record (null: a prefetch, or not recording).
+asio::awaitable<cache::Result<cache::Bytes>> get_chunk(std::shared_ptr<cache::ChunkCache> chunks, BatchSlot slot,
+                                                       const cache::ChunkCache::Reader* reader = nullptr) {
   const cache::Digest digest = slot.batch->refs[slot.index].digest;
   cache::ChunkCache::Fetch fetch = [slot] { return fetch_from_batch(slot.batch, slot.index); };
   const auto as = slot.batch->client->chunk_names() == hub::Remote::ChunkNames::named ? cache::ChunkCache::Fetched::named
                                                                                        : cache::ChunkCache::Fetched::checked;
-  auto op = chunks->get_or_fetch(digest, std::move(fetch), as);
+  auto op = chunks->get_or_fetch(digest, std::move(fetch), as, cache::learn::Outlook::unknown(), reader);
   co_return co_await std::move(op);
 }
 
@@ -504,8 +506,10 @@ void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, c
 // Copies [offset, offset + out.size()) of a version into `out`. The chunks
 // it lacks are fetched in batches; for a sequential reader (`of`), so are
 // those of the next readahead window, while this read waits for its own.
+// `client`: who reads, for the mount's trace while it records (trace_client).
 asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::string path, std::shared_ptr<const wire::Manifest> man,
-                                                 std::uint64_t offset, std::span<std::byte> out, Spokes::OpenFile* of) {
+                                                 std::uint64_t offset, std::span<std::byte> out, Spokes::OpenFile* of,
+                                                 std::string client) {
   if (offset >= man->size || out.empty()) co_return std::size_t{0};
   const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), man->size - offset));
   const auto& chunks = man->chunks;
@@ -562,18 +566,20 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
   // as it is, without a batch or a coroutine (a warm read's every chunk).
   const bool by_content = m.client->chunk_names() == hub::Remote::ChunkNames::verified;
   std::size_t done = 0;
+  const std::shared_ptr<cache::TraceRecorder> trace = m.trace.load();
   for (std::size_t i = first; i < last; ++i) {
     const wire::ChunkRef& c = chunks[i];
     BatchSlot slot = slots[i - first];
     cache::Bytes bytes;
-    if (!slot.batch && by_content && st.chunks->holds(c.digest) != cache::ChunkCache::Held::no)
+    if (!slot.batch && by_content && !trace && st.chunks->holds(c.digest) != cache::ChunkCache::Held::no)
       bytes = st.chunks->get(c.digest);
     if (!bytes) {
       if (!slot.batch) {  // in flight, or evicted or failed since: then on its own
         slot.batch = new_batch();
         slot.index = slot.batch->add(name, man->version, c);
       }
-      auto op = get_chunk(st.chunks, std::move(slot));
+      const cache::ChunkCache::Reader reader{trace.get(), client, path, man->version, c.offset};
+      auto op = get_chunk(st.chunks, std::move(slot), trace ? &reader : nullptr);
       auto got = co_await std::move(op);
       if (!got) co_return got.error();
       bytes = std::move(*got);
@@ -639,7 +645,7 @@ Task<std::size_t> Spokes::read(const OpContext& ctx, Handle h, std::uint64_t off
   }
   if (!of->flags.read) co_return Errc::bad_handle;
   if (auto staged = read_staged(*of, offset, out)) co_return std::move(*staged);
-  auto op = read_chunks(*state_, *of->mount, of->path, of->manifest, offset, out, of.get());
+  auto op = read_chunks(*state_, *of->mount, of->path, of->manifest, offset, out, of.get(), trace_client(ctx));
   co_return co_await std::move(op);
 }
 
@@ -656,7 +662,8 @@ Task<std::size_t> Spokes::read_version(const OpContext& ctx, Ino ino, std::uint6
   auto mop = hub_manifest(*w->mount, w->shadow, version);
   auto man = co_await std::move(mop);
   if (!man) co_return man.error();
-  auto op = read_chunks(*state_, *w->mount, w->mount->hub_path(w->shadow.path), *man, offset, out, nullptr);
+  auto op = read_chunks(*state_, *w->mount, w->mount->hub_path(w->shadow.path), *man, offset, out, nullptr,
+                        trace_client(ctx));
   co_return co_await std::move(op);
 }
 

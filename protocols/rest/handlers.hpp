@@ -52,6 +52,15 @@ Reply spokes_list(Service& s, Call& c);
 Reply spoke_add(Service& s, Call& c);
 Reply spoke_remove(Service& s, Call& c);
 
+// cache.cpp: the spoke chunk cache's figures, pins and evict.
+Reply cache_stats(Service& s, Call& c);
+Reply cache_pins_list(Service& s, Call& c);
+Reply cache_pin(Service& s, Call& c);
+Reply cache_unpin(Service& s, Call& c);
+Reply cache_evict(Service& s, Call& c);
+Reply cache_trace_start(Service& s, Call& c);
+Reply cache_trace_stop(Service& s, Call& c);
+
 // jobs.cpp
 Reply jobs_list(Service& s, Call& c);
 Reply job_start(Service& s, Call& c);

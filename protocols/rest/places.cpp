@@ -140,4 +140,29 @@ Expected<std::uint64_t> uint_param(const Target& t, std::string_view name, std::
   return n;
 }
 
+nlohmann::json cache_stats_json(const ns::SpokeCacheStats& c) {
+  auto tier = [](const ns::SpokeCacheStats::Tier& t) {
+    nlohmann::json j;
+    j["bytes"] = t.bytes;
+    j["budget"] = t.budget;
+    j["chunks"] = t.chunks;
+    j["hits"] = t.hits;
+    j["misses"] = t.misses;
+    j["refused"] = t.refused;
+    j["evictions"] = t.evictions;
+    j["pinned_bytes"] = t.pinned_bytes;
+    return j;
+  };
+  nlohmann::json j;
+  j["ram"] = tier(c.ram);
+  j["ssd"] = tier(c.ssd);
+  j["misses"] = c.misses;
+  j["fetches"] = c.fetches;
+  j["evictions"] = c.evictions;
+  j["corrupt"] = c.corrupt;
+  j["pins"] = c.pins;
+  j["pinned_chunks"] = c.pinned_chunks;
+  return j;
+}
+
 }  // namespace weft::rest

@@ -39,6 +39,9 @@ std::string to_hex(std::span<const std::uint8_t> bytes);
 std::optional<std::string> from_hex(std::string_view hex);
 // name, type, size, mode ("0644"), uid, gid, times (RFC 3339), version, ...
 nlohmann::json attr_json(const ns::Attr& a);
+// The spoke chunk cache's figures: per tier (bytes, budget, chunks, hits,
+// misses, refused, evictions, pinned_bytes) and in all.
+nlohmann::json cache_stats_json(const ns::SpokeCacheStats& c);
 
 // Query values: a boolean ("true", "false", "1", "0"; "" means true) and
 // an unsigned integer within [min, max]. Absent: the default.

@@ -54,6 +54,14 @@ constexpr std::array kRoutes{
     Route{"POST", "/api/v1/spokes", "spokes.add", kAdmin, "", spoke_add},
     Route{"DELETE", "/api/v1/spokes/{path}", "spokes.remove", kAdmin, "", spoke_remove},
 
+    Route{"GET", "/api/v1/cache", "cache.stats", kAdmin, "", cache_stats},
+    Route{"GET", "/api/v1/cache/pins", "cache.pins.list", kAdmin, "", cache_pins_list},
+    Route{"POST", "/api/v1/cache/pins", "cache.pins.add", kAdmin, "", cache_pin},
+    Route{"DELETE", "/api/v1/cache/pins/{path}", "cache.pins.remove", kAdmin, "", cache_unpin},
+    Route{"POST", "/api/v1/cache/evict", "cache.evict", kAdmin, "", cache_evict},
+    Route{"POST", "/api/v1/cache/traces", "cache.traces.start", kAdmin, "", cache_trace_start},
+    Route{"DELETE", "/api/v1/cache/traces/{path}", "cache.traces.stop", kAdmin, "", cache_trace_stop},
+
     Route{"GET", "/api/v1/jobs", "jobs.list", kUser, "", jobs_list},
     Route{"POST", "/api/v1/jobs", "jobs.start", kUser, "", job_start},
     Route{"GET", "/api/v1/jobs/{id}", "jobs.get", kUser, "", job_get},

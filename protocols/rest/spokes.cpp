@@ -53,25 +53,14 @@ nlohmann::json mount_json(const ns::SpokeMountStats& m) {
   j["feed"] = std::move(feed);
   j["transfer"] = std::move(transfer);
   j["cache"] = std::move(cache);
-  return j;
-}
-
-nlohmann::json cache_json(const ns::SpokeCacheStats& c) {
-  auto tier = [](std::uint64_t bytes, std::uint64_t budget, std::uint64_t chunks, std::uint64_t hits) {
-    nlohmann::json t;
-    t["bytes"] = bytes;
-    t["budget"] = budget;
-    t["chunks"] = chunks;
-    t["hits"] = hits;
-    return t;
-  };
-  nlohmann::json j;
-  j["ram"] = tier(c.ram_bytes, c.ram_budget, c.ram_chunks, c.ram_hits);
-  j["ssd"] = tier(c.ssd_bytes, c.ssd_budget, c.ssd_chunks, c.ssd_hits);
-  j["misses"] = c.misses;
-  j["fetches"] = c.fetches;
-  j["evictions"] = c.evictions;
-  j["corrupt"] = c.corrupt;
+  if (m.trace) {
+    nlohmann::json trace;
+    trace["file"] = m.trace->file;
+    trace["accesses"] = m.trace->accesses;
+    j["trace"] = std::move(trace);
+  } else {
+    j["trace"] = nullptr;
+  }
   return j;
 }
 
@@ -93,7 +82,7 @@ Reply spokes_list(Service& s, Call& c) {
   for (const auto& m : stats->mounts) list.push_back(mount_json(m));
   nlohmann::json out;
   out["spokes"] = std::move(list);
-  out["cache"] = cache_json(stats->cache);
+  out["cache"] = cache_stats_json(stats->cache);
   co_await c.send_json(200, out);
   co_return std::nullopt;
 }

@@ -1,0 +1,240 @@
+// The spoke chunk cache's operator controls: pins and evict by path, and
+// recording a mount's reads. A path is turned into the chunks of the files
+// at or below it, at their current versions, through the mount's own calls
+// (a listing per directory, an open per file for its manifest); the cache
+// keeps or drops those chunks. A recording is a TraceRecorder the mount's
+// reads hand to the cache (spoke_read.cpp).
+#include "gateway/ns/spoke_internal.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace weft::ns {
+
+using namespace spoke_detail;
+
+namespace {
+
+constexpr std::size_t kListingPage = 1000;
+
+CachePin pin_of(const cache::ChunkCache::PinInfo& p, std::uint64_t files) {
+  CachePin out;
+  out.path = p.owner;
+  out.files = files;
+  out.chunks = p.chunks;
+  out.cached_chunks = p.cached_chunks;
+  out.cached_bytes = p.cached_bytes;
+  return out;
+}
+
+}  // namespace
+
+Task<Spokes::FileChunks> Spokes::chunks_below(const OpContext& ctx, Ino root) {
+  FileChunks out;
+  std::vector<Ino> files, dirs;
+  auto a = co_await getattr(ctx, root);
+  if (!a) co_return a.error();
+  if (a->type == FileType::directory)
+    dirs.push_back(root);
+  else if (a->type == FileType::regular)
+    files.push_back(root);
+  while (!dirs.empty()) {
+    const Ino dir = dirs.back();
+    dirs.pop_back();
+    std::uint64_t cookie = 0;
+    for (;;) {
+      auto page = co_await readdir(ctx, dir, cookie, kListingPage, false, false, {});
+      if (!page) co_return page.error();
+      for (const DirEntry& e : page->entries) {
+        cookie = e.cookie;
+        if (e.type == FileType::directory)
+          dirs.push_back(e.ino);
+        else if (e.type == FileType::regular)
+          files.push_back(e.ino);
+      }
+      if (page->eof || page->entries.empty()) break;
+    }
+  }
+  for (const Ino ino : files) {
+    auto h = co_await open(ctx, ino, OpenFlags{});
+    if (!h) co_return h.error();
+    if (auto of = open_file(*h)) {
+      for (const auto& c : of->manifest->chunks) out.digests.push_back(c.digest);
+      out.files++;
+    }
+    co_await release(ctx, *h);
+  }
+  std::sort(out.digests.begin(), out.digests.end());
+  out.digests.erase(std::unique(out.digests.begin(), out.digests.end()), out.digests.end());
+  co_return out;
+}
+
+Task<CachePin> Spokes::pin(const OpContext& ctx, Ino ino, std::string path) {
+  if (!serves(ino)) co_return Errc::invalid;
+  auto below = co_await chunks_below(ctx, ino);
+  if (!below) co_return below.error();
+  State& st = *state_;
+  if (!st.cache_open.load(std::memory_order_acquire)) co_return Errc::unavailable;
+  {
+    std::lock_guard lock(st.pins_mu);
+    st.chunks->pin(path, below->digests);
+    st.pinned_files[path] = below->files;
+  }
+  for (const auto& p : st.chunks->pins())
+    if (p.owner == path) co_return pin_of(p, below->files);
+  co_return Errc::not_found;  // unpinned meanwhile
+}
+
+Status Spokes::unpin(std::string_view path) {
+  State& st = *state_;
+  std::lock_guard lock(st.pins_mu);
+  if (!st.cache_open.load(std::memory_order_acquire) || !st.chunks->unpin(std::string(path))) return Errc::not_found;
+  if (auto it = st.pinned_files.find(path); it != st.pinned_files.end()) st.pinned_files.erase(it);
+  return {};
+}
+
+std::vector<CachePin> Spokes::pins() const {
+  std::vector<CachePin> out;
+  State& st = *state_;
+  if (!st.cache_open.load(std::memory_order_acquire)) return out;
+  std::lock_guard lock(st.pins_mu);
+  for (const auto& p : st.chunks->pins()) {
+    auto files = st.pinned_files.find(p.owner);
+    out.push_back(pin_of(p, files == st.pinned_files.end() ? 0 : files->second));
+  }
+  return out;
+}
+
+Task<CacheEvicted> Spokes::evict(const OpContext& ctx, std::optional<Ino> ino) {
+  State& st = *state_;
+  CacheEvicted out;
+  cache::ChunkCache::Evicted dropped;
+  if (ino) {
+    if (!serves(*ino)) co_return Errc::invalid;
+    auto below = co_await chunks_below(ctx, *ino);
+    if (!below) co_return below.error();
+    if (!st.cache_open.load(std::memory_order_acquire)) co_return out;
+    out.files = below->files;
+    dropped = st.chunks->evict(below->digests);
+  } else {
+    if (!st.cache_open.load(std::memory_order_acquire)) co_return out;
+    dropped = st.chunks->evict_all();
+  }
+  out.chunks = dropped.chunks;
+  out.bytes = dropped.bytes;
+  out.pinned = dropped.pinned;
+  co_return out;
+}
+
+namespace {
+
+std::shared_ptr<Mount> mount_named(const State& st, std::string_view local) {
+  for (const auto& m : st.all())
+    if (m->name == local) return m;
+  return nullptr;
+}
+
+SpokeTrace trace_of(const Mount& m, const cache::TraceRecorder& r, const cache::TraceRecorder::Totals& t) {
+  return SpokeTrace{m.name, r.file().string(), t.accesses, t.bytes};
+}
+
+}  // namespace
+
+Result<SpokeTrace> Spokes::start_trace(std::string_view local, const std::filesystem::path& file) {
+  auto m = mount_named(*state_, local);
+  if (!m) return Errc::not_found;
+  std::lock_guard lock(m->mu);  // one start or stop of a mount's recording at a time
+  if (m->trace.load()) return Errc::busy;
+  std::error_code ec;
+  std::filesystem::create_directories(file.parent_path(), ec);
+  auto recorder = cache::TraceRecorder::create(file);
+  if (!recorder) {
+    if (recorder.error() == std::errc::file_exists) return Errc::exists;
+    spdlog::error("spoke {}: cannot record its reads to {}: {}", m->name, file.string(), recorder.error().message());
+    return Errc::io;
+  }
+  m->trace.store(*recorder);
+  spdlog::info("spoke {}: recording its reads to {}", m->name, file.string());
+  return trace_of(*m, **recorder, {});
+}
+
+Result<SpokeTrace> Spokes::stop_trace(std::string_view local) {
+  auto m = mount_named(*state_, local);
+  if (!m) return Errc::not_found;
+  std::shared_ptr<cache::TraceRecorder> recorder;
+  {
+    std::lock_guard lock(m->mu);
+    recorder = m->trace.exchange(nullptr);
+  }
+  if (!recorder) return Errc::not_found;
+  // Reads that loaded the recorder before may still record: stop() closes
+  // the file under the recorder's lock, after which they record nothing.
+  auto totals = recorder->stop();
+  if (!totals) {
+    spdlog::error("spoke {}: the trace {} is cut short: {}", m->name, recorder->file().string(), totals.error().message());
+    return Errc::io;
+  }
+  spdlog::info("spoke {}: recorded {} reads to {}", m->name, totals->accesses, recorder->file().string());
+  return trace_of(*m, *recorder, *totals);
+}
+
+// ---------------------------------------------------------------------------
+// The namespace's face
+
+Task<CachePin> Namespace::pin_cached(const OpContext& ctx, Ino ino, std::string path) {
+  if (auto s = impl_->check_ctx(ctx, std::chrono::steady_clock::now()); !s) co_return s.error();
+  if (!ctx.principal.admin) co_return Errc::perm;
+  if (!impl_->spokes || impl_->closed) co_return Errc::unavailable;
+  auto op = impl_->spokes->pin(ctx, ino, std::move(path));
+  co_return co_await std::move(op);
+}
+
+namespace {
+
+// A trace's name: letters, digits, '.', '_', '-', not starting with '.'.
+bool trace_name_ok(std::string_view name) {
+  if (name.empty() || name.size() > 200 || name.front() == '.') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-';
+  });
+}
+
+}  // namespace
+
+Result<SpokeTrace> Namespace::start_spoke_trace(const OpContext& ctx, std::string_view local, std::string_view name) {
+  if (!ctx.principal.admin) return Errc::perm;
+  if (!impl_->spokes) return Errc::not_found;
+  if (!trace_name_ok(name)) return Errc::bad_name;
+  const std::filesystem::path file = std::filesystem::path(impl_->opt.data_dir) / "traces" / (std::string(name) + ".trc");
+  return impl_->spokes->start_trace(local, file);
+}
+
+Result<SpokeTrace> Namespace::stop_spoke_trace(const OpContext& ctx, std::string_view local) {
+  if (!ctx.principal.admin) return Errc::perm;
+  if (!impl_->spokes) return Errc::not_found;
+  return impl_->spokes->stop_trace(local);
+}
+
+Status Namespace::unpin_cached(const OpContext& ctx, std::string_view path) {
+  if (!ctx.principal.admin) return Errc::perm;
+  if (!impl_->spokes) return Errc::not_found;
+  return impl_->spokes->unpin(path);
+}
+
+Result<std::vector<CachePin>> Namespace::cache_pins(const OpContext& ctx) const {
+  if (!ctx.principal.admin) return Errc::perm;
+  if (!impl_->spokes) return std::vector<CachePin>{};
+  return impl_->spokes->pins();
+}
+
+Task<CacheEvicted> Namespace::evict_cached(const OpContext& ctx, std::optional<Ino> ino) {
+  if (auto s = impl_->check_ctx(ctx, std::chrono::steady_clock::now()); !s) co_return s.error();
+  if (!ctx.principal.admin) co_return Errc::perm;
+  if (!impl_->spokes || impl_->closed) co_return Errc::unavailable;
+  auto op = impl_->spokes->evict(ctx, ino);
+  co_return co_await std::move(op);
+}
+
+}  // namespace weft::ns
