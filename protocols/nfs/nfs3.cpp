@@ -268,7 +268,7 @@ awaitable<Nfsstat3> read(Call& c, const Args3& a, std::uint64_t& bytes) {
     co_return st;
   }
   const std::uint32_t want = std::min(a.count, kMaxIo);
-  auto data = std::make_unique_for_overwrite<std::uint8_t[]>(want);
+  auto data = c.s.read_buffers().take();
   std::span<std::byte> into(reinterpret_cast<std::byte*>(data.get()), want);
   auto n = co_await c.s.ns.read(c.ctx, lease->handle(), a.offset, into);
   if (!n) {
