@@ -3,6 +3,7 @@
 // connection code and the fuzz target share exactly this parsing.
 #pragma once
 
+#include "gateway/ns/types.hpp"
 #include "protocols/nfs/xdr.hpp"
 
 #include <cstddef>
@@ -141,13 +142,15 @@ class BulkPool {
 };
 
 // A reply record: `head` starts with 4 bytes for the record mark, then the
-// RPC reply header and the results; a READ's data follows as `bulk` (read
-// straight into a pooled buffer that is neither zero-filled nor copied
-// again), then its XDR padding. finish_record() fills in the mark once all
-// is known.
+// RPC reply header and the results; a READ's data follows, then its XDR
+// padding. The data is a slice of a data file that the connection sends
+// with sendfile() (no copy at all), or else `bulk`, read straight into a
+// pooled buffer that is neither zero-filled nor copied again.
+// finish_record() fills in the mark once all is known.
 struct Reply {
   std::string head;
-  BulkPool::Buffer bulk;
+  ns::FileSlice bulk_file;  // bulk_size bytes when its fd is open
+  BulkPool::Buffer bulk;    // otherwise bulk_size bytes here
   std::size_t bulk_size = 0;
   std::size_t bulk_padding() const { return (4 - (bulk_size & 3)) & 3; }
 };
