@@ -240,6 +240,10 @@ Task<std::size_t> Namespace::read(const OpContext& ctx, Handle h, std::uint64_t 
   WEFT_SPOKE_HANDLE(h, read(ctx, h, offset, out));
   WEFT_INLINE(std::size_t, read, &ctx, return impl_->read(ctx, h, offset, out));
 }
+Task<FileSlice> Namespace::read_slice(const OpContext& ctx, Handle h, std::uint64_t offset, std::size_t max) {
+  if (Spokes::is_spoke_handle(h) && impl_->spokes) co_return Result<FileSlice>(make_error_code(Errc::not_supported));
+  WEFT_INLINE(FileSlice, read, &ctx, return impl_->read_slice(h, offset, max));
+}
 Task<std::size_t> Namespace::write(const OpContext& ctx, Handle h, std::uint64_t offset,
                                    std::span<const std::byte> data) {
   WEFT_SPOKE_HANDLE(h, write(ctx, h, offset, data));

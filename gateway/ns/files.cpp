@@ -230,6 +230,46 @@ Result<std::size_t> Namespace::Impl::read(const OpContext&, Handle h, std::uint6
   return n;
 }
 
+FileSlice& FileSlice::operator=(FileSlice&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(o.fd_, -1);
+    offset_ = o.offset_;
+    length_ = o.length_;
+  }
+  return *this;
+}
+
+FileSlice::~FileSlice() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<FileSlice> Namespace::Impl::read_slice(Handle h, std::uint64_t off, std::size_t max) {
+  auto hr = handle(h);
+  if (!hr) return hr.error();
+  if (!hr->flags.read) return Errc::bad_handle;
+  // A snapshot's descriptor is its pinned version's; a live file's is a
+  // sealed version's while nobody writes it (ensure_working() moves the
+  // first write to a copy, leaving this file as it is).
+  int fd = -1;
+  std::uint64_t size = 0;
+  std::shared_lock<std::shared_mutex> lock;
+  if (const Snapshot* snap = hr->snapshot.get()) {
+    fd = snap->fd;
+    size = snap->size;
+  } else {
+    lock = std::shared_lock(hr->file->mu);
+    if (!hr->file->working) fd = hr->file->fd;
+    size = hr->file->size;
+  }
+  if (fd < 0) return Errc::not_supported;
+  const std::size_t n = off >= size ? 0 : static_cast<std::size_t>(std::min<std::uint64_t>(max, size - off));
+  int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) return from_errno(errno);
+  bytes_read->inc(n);
+  return FileSlice(own, off, n);
+}
+
 Status Namespace::Impl::ensure_working(FileState& fs, bool keep_content) {
   if (fs.working) return {};
   if (!keep_content) fs.size = 0;

@@ -367,6 +367,7 @@ struct Namespace::Impl {
   Result<Handle> stage(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode);
   Result<HandleRec> handle(Handle h);
   Result<std::size_t> read(const OpContext& ctx, Handle h, std::uint64_t off, std::span<std::byte> out);
+  Result<FileSlice> read_slice(Handle h, std::uint64_t off, std::size_t max);
   Result<std::size_t> write(const OpContext& ctx, Handle h, std::uint64_t off,
                             std::span<const std::byte> data);
   Status ensure_working(FileState& fs, bool keep_content);

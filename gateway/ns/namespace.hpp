@@ -244,6 +244,12 @@ class Namespace {
   Task<Handle> stage(const OpContext& ctx, Ino dir, std::string_view name, std::uint32_t mode);
   Task<std::size_t> read(const OpContext& ctx, Handle h, std::uint64_t offset,
                          std::span<std::byte> out);
+  // What read() would return, as a slice of a sealed version's data file:
+  // those bytes never change (a writer works on a copy), so they can be
+  // sent later with sendfile(). Shorter than `max` at the end of the file.
+  // not_supported when the content is not in such a file (small inline
+  // content, a file being written, a spoke mount's file): read() then.
+  Task<FileSlice> read_slice(const OpContext& ctx, Handle h, std::uint64_t offset, std::size_t max);
   Task<std::size_t> write(const OpContext& ctx, Handle h, std::uint64_t offset,
                           std::span<const std::byte> data);
   // Makes the data written so far durable.

@@ -127,6 +127,29 @@ struct Handle {
   friend bool operator==(Handle, Handle) = default;
 };
 
+// Bytes of a file's content where they lie in a data file, for a front end
+// to send with sendfile() rather than copy (Namespace::read_slice). The
+// descriptor is the slice's own and is closed with it.
+class FileSlice {
+ public:
+  FileSlice() = default;
+  FileSlice(int fd, std::uint64_t offset, std::size_t length) : fd_(fd), offset_(offset), length_(length) {}
+  FileSlice(FileSlice&& o) noexcept : fd_(o.fd_), offset_(o.offset_), length_(o.length_) { o.fd_ = -1; }
+  FileSlice& operator=(FileSlice&& o) noexcept;
+  FileSlice(const FileSlice&) = delete;
+  FileSlice& operator=(const FileSlice&) = delete;
+  ~FileSlice();
+
+  int fd() const { return fd_; }
+  std::uint64_t offset() const { return offset_; }
+  std::size_t length() const { return length_; }
+
+ private:
+  int fd_ = -1;
+  std::uint64_t offset_ = 0;
+  std::size_t length_ = 0;
+};
+
 // A file create_open() made or found, and the handle it opened on it.
 struct OpenedFile {
   Attr attr;

@@ -11,6 +11,10 @@
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
+#include <sys/sendfile.h>
+
+#include <cerrno>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <unordered_map>
@@ -27,6 +31,7 @@ namespace {
 constexpr auto kUse = asio::as_tuple(asio::use_awaitable);
 constexpr auto kTick = std::chrono::seconds(1);
 constexpr auto kStopDeadline = std::chrono::seconds(2);
+constexpr std::uint8_t kPadding[4] = {};
 using Clock = std::chrono::steady_clock;
 
 struct Connection;
@@ -83,6 +88,8 @@ struct Connection : std::enable_shared_from_this<Connection> {
   std::deque<Reply> replies;                  // waiting to be sent
   std::vector<Reply> sending;                 // in the write under way
   std::vector<asio::const_buffer> send_buffers;
+  std::size_t file_sent = 0;     // of the file slice send_file() is sending
+  std::size_t padding_owed = 0;  // the XDR padding after that slice, sent with the next batch
   bool writing = false;
   unsigned in_flight = 0;
   bool stopping = false;
@@ -95,6 +102,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
   void start_call(std::vector<std::uint8_t> record);
   void finish_call(Reply reply);
   void write_next();
+  void send_file();
   void finish_if_stopped() {
     if (stopping && in_flight == 0 && !writing) close();
   }
@@ -191,33 +199,72 @@ void Connection::finish_call(Reply reply) {
   finish_if_stopped();
 }
 
-// Sends the replies queued so far in one gathered write; its completion
-// sends the next batch.
+// Sends the replies queued so far in one gathered write, up to the head of
+// the first whose data is a file slice; its completion sends that data
+// (send_file) or the next batch.
 void Connection::write_next() {
-  static constexpr std::uint8_t kPadding[4] = {};
   sending.clear();
   send_buffers.clear();
-  if (replies.empty() || closed) {
+  if ((replies.empty() && padding_owed == 0) || closed) {
     writing = false;
     finish_if_stopped();
     return;
   }
   writing = true;
-  while (!replies.empty() && sending.size() < 64) {
+  send_buffers.push_back(asio::buffer(kPadding, padding_owed));
+  padding_owed = 0;
+  bool file_next = false;
+  while (!replies.empty() && sending.size() < 64 && !file_next) {
     sending.push_back(std::move(replies.front()));
     replies.pop_front();
-  }
-  for (const auto& r : sending) {
+    const Reply& r = sending.back();
     send_buffers.push_back(asio::buffer(r.head));
     if (r.bulk_size == 0) continue;
+    if (r.bulk_file.fd() >= 0) {
+      file_next = true;
+      continue;
+    }
     send_buffers.push_back(asio::buffer(r.bulk.get(), r.bulk_size));
     send_buffers.push_back(asio::buffer(kPadding, r.bulk_padding()));
   }
   write_deadline = Clock::now() + options().write_timeout;
-  asio::async_write(socket, send_buffers, [self = shared_from_this()](error_code ec, std::size_t) {
+  asio::async_write(socket, send_buffers, [self = shared_from_this(), file_next](error_code ec, std::size_t) {
     if (ec) self->close();
-    self->write_next();
+    if (file_next && !self->closed)
+      self->send_file();
+    else
+      self->write_next();
   });
+}
+
+// Sends the data of the last reply in `sending` from its file with
+// sendfile(): no copy through our memory. The socket is non-blocking, so
+// a full send buffer waits for the socket to be writable again.
+void Connection::send_file() {
+  const Reply& r = sending.back();
+  while (!closed && file_sent < r.bulk_size) {
+    off_t offset = static_cast<off_t>(r.bulk_file.offset() + file_sent);
+    ssize_t n = ::sendfile(socket.native_handle(), r.bulk_file.fd(), &offset, r.bulk_size - file_sent);
+    if (n > 0) {
+      file_sent += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      write_deadline = Clock::now() + options().write_timeout;
+      socket.async_wait(tcp::socket::wait_write, [self = shared_from_this()](error_code ec) {
+        if (ec) self->close();
+        self->send_file();
+      });
+      return;
+    }
+    // The record promised bytes that cannot be sent: it cannot be completed.
+    spdlog::warn("nfs: sending READ data to {} failed: {}", remote, n < 0 ? std::strerror(errno) : "short file");
+    close();
+  }
+  file_sent = 0;
+  padding_owed = r.bulk_padding();
+  write_next();
 }
 
 awaitable<void> Server::accept_loop() {
@@ -235,6 +282,7 @@ awaitable<void> Server::accept_loop() {
     }
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
+    socket.native_non_blocking(true, ignored);  // for sendfile() in send_file()
     auto c = std::make_shared<Connection>(self, std::move(socket));
     {
       std::lock_guard lock(mu);

@@ -268,10 +268,23 @@ awaitable<Nfsstat3> read(Call& c, const Args3& a, std::uint64_t& bytes) {
     co_return st;
   }
   const std::uint32_t want = std::min(a.count, kMaxIo);
-  auto data = std::make_unique_for_overwrite<std::uint8_t[]>(want);
-  std::span<std::byte> into(reinterpret_cast<std::byte*>(data.get()), want);
-  auto n = co_await c.s.ns.read(c.ctx, lease->handle(), a.offset, into);
+  // Data in a sealed data file is sent from there; the rest is copied.
+  ns::Result<std::size_t> n = Errc::io;
+  auto slice = co_await c.s.ns.read_slice(c.ctx, lease->handle(), a.offset, want);
+  if (slice) {
+    n = slice->length();
+    c.reply.bulk_file = std::move(*slice);
+  } else if (is(slice.error(), Errc::not_supported)) {
+    auto data = c.s.read_buffers().take();
+    std::span<std::byte> into(reinterpret_cast<std::byte*>(data.get()), want);
+    n = co_await c.s.ns.read(c.ctx, lease->handle(), a.offset, into);
+    c.reply.bulk = std::move(data);
+  } else {
+    n = slice.error();
+  }
   if (!n) {
+    c.reply.bulk_file = {};
+    c.reply.bulk = {};
     auto st = status(c, n.error());
     post_op(c.w, *obj);
     co_return st;
@@ -281,7 +294,6 @@ awaitable<Nfsstat3> read(Call& c, const Args3& a, std::uint64_t& bytes) {
   c.w.u32(static_cast<std::uint32_t>(*n));
   c.w.boolean(a.offset + *n >= obj->size);
   c.w.u32(static_cast<std::uint32_t>(*n));  // the opaque's length; its bytes follow as bulk
-  c.reply.bulk = std::move(data);
   c.reply.bulk_size = *n;
   bytes = *n;
   co_return Nfsstat3::ok;

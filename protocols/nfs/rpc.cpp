@@ -67,6 +67,33 @@ RecordReader::Next RecordReader::next(std::vector<std::uint8_t>& out) {
   }
 }
 
+BulkPool::~BulkPool() {
+  for (std::uint8_t* p : idle_) delete[] p;
+}
+
+BulkPool::Buffer BulkPool::take() {
+  {
+    std::lock_guard lock(mu_);
+    if (!idle_.empty()) {
+      std::uint8_t* p = idle_.back();
+      idle_.pop_back();
+      return Buffer(p, Release{this});
+    }
+  }
+  return Buffer(new std::uint8_t[size_], Release{this});
+}
+
+void BulkPool::put(std::uint8_t* p) {
+  {
+    std::lock_guard lock(mu_);
+    if (idle_.size() < keep_) {
+      idle_.push_back(p);
+      return;
+    }
+  }
+  delete[] p;
+}
+
 namespace {
 bool read_auth(XdrReader& in, OpaqueAuth& a) {
   a.flavor = in.u32();

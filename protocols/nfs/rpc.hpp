@@ -3,11 +3,13 @@
 // connection code and the fuzz target share exactly this parsing.
 #pragma once
 
+#include "gateway/ns/types.hpp"
 #include "protocols/nfs/xdr.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -108,13 +110,47 @@ CallParse parse_call(XdrReader& in, CallHeader& out);
 // The AUTH_SYS body (RFC 5531 appendix A); nullopt when malformed.
 std::optional<AuthSys> parse_auth_sys(std::span<const std::uint8_t> body);
 
+// Buffers for bulk reply data, of one size, kept for reuse. A fresh
+// allocation of a READ's megabyte is mapped, faulted in page by page and
+// unmapped again (a TLB shootdown on every core) at each call, which cost
+// more than reading the data itself.
+class BulkPool {
+ public:
+  struct Release {
+    BulkPool* pool = nullptr;
+    void operator()(std::uint8_t* p) const { pool->put(p); }
+  };
+  using Buffer = std::unique_ptr<std::uint8_t[], Release>;
+
+  // Keeps up to `keep` idle buffers of `size` bytes each.
+  BulkPool(std::size_t size, std::size_t keep) : size_(size), keep_(keep) {}
+  BulkPool(const BulkPool&) = delete;
+  BulkPool& operator=(const BulkPool&) = delete;
+  ~BulkPool();
+
+  std::size_t buffer_size() const { return size_; }
+  // A buffer of buffer_size() bytes, not zero-filled; it returns here when
+  // released. The pool must outlive it.
+  Buffer take();
+
+ private:
+  void put(std::uint8_t* p);
+  const std::size_t size_;
+  const std::size_t keep_;
+  std::mutex mu_;
+  std::vector<std::uint8_t*> idle_;  // guarded by mu_
+};
+
 // A reply record: `head` starts with 4 bytes for the record mark, then the
-// RPC reply header and the results; a READ's data follows as `bulk` (read
-// straight into a buffer that is neither zero-filled nor copied again), then
-// its XDR padding. finish_record() fills in the mark once all is known.
+// RPC reply header and the results; a READ's data follows, then its XDR
+// padding. The data is a slice of a data file that the connection sends
+// with sendfile() (no copy at all), or else `bulk`, read straight into a
+// pooled buffer that is neither zero-filled nor copied again.
+// finish_record() fills in the mark once all is known.
 struct Reply {
   std::string head;
-  std::unique_ptr<std::uint8_t[]> bulk;
+  ns::FileSlice bulk_file;  // bulk_size bytes when its fd is open
+  BulkPool::Buffer bulk;    // otherwise bulk_size bytes here
   std::size_t bulk_size = 0;
   std::size_t bulk_padding() const { return (4 - (bulk_size & 3)) & 3; }
 };

@@ -24,7 +24,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 Service::Service(ns::Namespace& n, audit::Log& a, metrics::Registry& m, HandleCodec h, Options o)
-    : ns(n), handles(h), audit(a), options_(std::move(o)), open_files_(n) {
+    : ns(n), handles(h), audit(a), options_(std::move(o)), open_files_(n),
+      read_buffers_(kMaxIo, options_.max_in_flight) {
   RAND_bytes(write_verifier.data(), static_cast<int>(write_verifier.size()));
   auto op_metrics = [&m](std::string_view op) {
     metrics::Labels l{{"op", std::string(op)}};

@@ -67,6 +67,8 @@ class Service {
 
   void set_port(std::uint16_t port) { port_ = port; }
   OpenFiles& open_files() { return open_files_; }
+  // READ data buffers (kMaxIo bytes each).
+  BulkPool& read_buffers() { return read_buffers_; }
   const Options& options() const { return options_; }
 
   // --- for the program handlers (mount.cpp, nfs3.cpp) --------------------
@@ -98,6 +100,7 @@ class Service {
                                             Reply& out);
   const Options options_;
   OpenFiles open_files_;
+  BulkPool read_buffers_;
   std::uint16_t port_ = 0;
   std::array<OpMetrics, kProcs3> nfs_metrics_{};
   std::array<OpMetrics, 6> mount_metrics_{};

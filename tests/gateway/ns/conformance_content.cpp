@@ -10,6 +10,8 @@
 #include <set>
 #include <tuple>
 
+#include <unistd.h>
+
 namespace weft::ns::test {
 namespace {
 
@@ -62,6 +64,55 @@ std::set<Sha256> chunk_names(Fixture& f, Ino ino, std::uint64_t version) {
 }
 
 TEST_SUITE_BEGIN("ns.conformance");
+
+// What pread() finds at a slice: the bytes read() returns there.
+std::string slice_bytes(const FileSlice& s) {
+  std::string out(s.length(), '\0');
+  REQUIRE(::pread(s.fd(), out.data(), out.size(), static_cast<off_t>(s.offset())) ==
+          static_cast<ssize_t>(out.size()));
+  return out;
+}
+
+NS_TEST("read_slice: a sealed data file's bytes, unchanged by later writes") {
+  Fixture f(std::make_unique<Combination>());
+  auto& ns = f.ns();
+  const OpContext& cx = f.admin();
+  const std::string content = pattern(7, 3 * kMiB + 5);
+  const Attr a = f.put(kRootIno, "big", content);
+  const Handle r = f.ok(ns.open(cx, a.ino, OpenFlags{}));
+  FileSlice mid = f.ok(ns.read_slice(cx, r, kMiB, kMiB));
+  CHECK(mid.offset() == kMiB);
+  CHECK(slice_bytes(mid) == content.substr(kMiB, kMiB));
+  FileSlice tail = f.ok(ns.read_slice(cx, r, 3 * kMiB, kMiB));
+  CHECK(slice_bytes(tail) == content.substr(3 * kMiB));
+  CHECK(f.ok(ns.read_slice(cx, r, 4 * kMiB, kMiB)).length() == 0);
+
+  // A writer works on a copy: the slice taken before keeps its bytes, and
+  // the file being written has no slice until it is sealed again.
+  const Handle w = f.ok(ns.open(cx, a.ino, OpenFlags{.write = true}));
+  const std::string change(kMiB, 'x');
+  CHECK(f.ok(ns.write(cx, w, kMiB, bytes(change))) == kMiB);
+  CHECK(slice_bytes(mid) == content.substr(kMiB, kMiB));
+  CHECK(f.err(ns.read_slice(cx, r, kMiB, kMiB)) == Errc::not_supported);
+  f.ok(ns.commit(cx, w));
+  f.ok(ns.release(cx, w));
+  CHECK(slice_bytes(f.ok(ns.read_slice(cx, r, kMiB, kMiB))) == change);
+  f.ok(ns.release(cx, r));
+}
+
+NS_TEST("read_slice: inline content and write-only handles have none") {
+  Fixture f(std::make_unique<Combination>());
+  auto& ns = f.ns();
+  const OpContext& cx = f.admin();
+  const Attr a = f.put(kRootIno, "small", "hello");
+  const Handle r = f.ok(ns.open(cx, a.ino, OpenFlags{}));
+  CHECK(f.err(ns.read_slice(cx, r, 0, 100)) == Errc::not_supported);
+  CHECK(f.read(r, 0, 100) == "hello");
+  f.ok(ns.release(cx, r));
+  const Handle w = f.ok(ns.open(cx, a.ino, OpenFlags{.read = false, .write = true}));
+  CHECK(f.err(ns.read_slice(cx, w, 0, 100)) == Errc::bad_handle);
+  f.ok(ns.release(cx, w));
+}
 
 NS_TEST("open, read and write at any offset") {
   Fixture f(std::make_unique<Combination>());

@@ -191,15 +191,30 @@ TEST_CASE("reply headers carry the record mark and the xid") {
 }
 
 TEST_CASE("the record mark counts bulk data and its padding") {
+  BulkPool pool(5, 1);
   Reply out;
   begin_reply(out.head, 1, rpc::Accept::success);
-  out.bulk = std::make_unique<std::uint8_t[]>(5);
+  out.bulk = pool.take();
   out.bulk_size = 5;
   finish_record(out);
   CHECK(out.bulk_padding() == 3);
   auto b = bytes(out.head);
   XdrReader in(b);
   CHECK(in.u32() == (0x80000000u | (24 + 8)));
+}
+
+TEST_CASE("bulk buffers are reused up to the pool's limit") {
+  BulkPool pool(64, 1);
+  auto a = pool.take();
+  auto b = pool.take();
+  std::uint8_t* first = a.get();
+  std::uint8_t* second = b.get();
+  CHECK(first != second);
+  a.reset();  // kept
+  b.reset();  // over the limit: freed, not kept in place of the first
+  auto c = pool.take();
+  CHECK(c.get() == first);
+  CHECK(pool.buffer_size() == 64);
 }
 
 TEST_CASE("NFSv3 arguments: good, short, trailing and out of range") {
