@@ -50,6 +50,25 @@ nlohmann::json mount_json(const ns::SpokeMountStats& m) {
   j["feed"] = std::move(feed);
   j["transfer"] = std::move(transfer);
   j["cache"] = std::move(cache);
+  nlohmann::json experts = nlohmann::json::array();
+  for (const auto& e : m.experts) {
+    nlohmann::json x;
+    x["name"] = e.name;
+    x["weight"] = e.weight;
+    x["precision"] = e.precision;
+    x["coverage"] = e.coverage;
+    x["timeliness"] = e.timeliness;
+    x["predictions"] = e.predictions;
+    x["used"] = e.used;
+    x["timely"] = e.timely;
+    x["fetches"] = e.issued;
+    x["fetched_bytes"] = e.issued_bytes;
+    experts.push_back(std::move(x));
+  }
+  nlohmann::json prefetch;
+  prefetch["enabled"] = m.prefetch;
+  prefetch["experts"] = std::move(experts);
+  j["prefetch"] = std::move(prefetch);
   return j;
 }
 
@@ -102,7 +121,8 @@ Reply spoke_add(Service& s, Call& c) {
                                           {"credentials", JsonType::string_map},
                                           {"user", JsonType::string},
                                           {"password", JsonType::string},
-                                          {"mode", JsonType::string}};
+                                          {"mode", JsonType::string},
+                                          {"prefetch", JsonType::boolean}};
   auto body = co_await c.read_json(kFields);
   if (!body) co_return body.error();
   ns::SpokeMount spec;
@@ -132,6 +152,7 @@ Reply spoke_add(Service& s, Call& c) {
       co_return invalid_json("field \"mode\": expected strict or available");
     spec.strict = mode == kModes[0];
   }
+  spec.prefetch = body->value("prefetch", true);
   auto added = co_await s.ns.add_spoke(c.ctx, spec);
   if (!added) {
     const ns::Errc e = ns::errc_of(added.error());
