@@ -134,14 +134,15 @@ asio::awaitable<Outcome> copy_object(Service& s, Request& r) {
   auto bucket = co_await find_bucket(s.ns, r.ctx, r.bucket);
   if (!bucket) co_return bucket.error();
 
-  ObjectMeta meta = **src_meta;
+  const ObjectMeta& src_stored = **src_meta;
+  ObjectMeta meta = src_stored;
   if (directive == "REPLACE") {
     auto fresh = meta_from_headers(r.head.headers);
     if (!fresh) co_return fresh.error();
     meta = std::move(*fresh);
   }
   if (tag_directive == "COPY") {
-    meta.tags = src_meta->tags;
+    meta.tags = src_stored.tags;
   } else if (directive == "COPY") {
     auto fresh = meta_from_headers(r.head.headers);
     if (!fresh) co_return fresh.error();
@@ -157,10 +158,10 @@ asio::awaitable<Outcome> copy_object(Service& s, Request& r) {
                       "itself without changing the object's metadata, storage class, website "
                       "redirect location or encryption attributes.");
     // Only the metadata changes; the content (and what describes it) stays.
-    meta.version = src_meta->version;
-    meta.etag = src_meta->etag;
-    meta.checksum = src_meta->checksum;
-    meta.parts = src_meta->parts;
+    meta.version = src_stored.version;
+    meta.etag = src_stored.etag;
+    meta.checksum = src_stored.checksum;
+    meta.parts = src_stored.parts;
     if (auto x = co_await s.ns.setxattr(r.ctx, src_attr->ino, kMetaXattr, meta.encode()); !x)
       co_return from_ns(x.error(), Subject::key);
     xml::add(result, "LastModified", iso8601(src_attr->mtime_ns));
@@ -171,11 +172,11 @@ asio::awaitable<Outcome> copy_object(Service& s, Request& r) {
   auto h = co_await s.ns.open(r.ctx, src_attr->ino, ns::OpenFlags{});
   if (!h) co_return from_ns(h.error(), Subject::key);
   FileSource source(s.ns, r.ctx, *h, *src_attr, 0, src_attr->size);
-  const bool content_known = src_meta->current(*src_attr);
+  const bool content_known = src_stored.current(*src_attr);
   NewObject obj{bucket->ino, &*key, [&] {
                   ObjectMeta m = std::move(meta);
                   m.etag = source.md5_hex();
-                  m.checksum = content_known ? src_meta->checksum : std::nullopt;
+                  m.checksum = content_known ? src_stored.checksum : std::nullopt;
                   m.parts.clear();
                   return m;
                 }};
