@@ -93,14 +93,13 @@ class PrefetchTest(unittest.TestCase):
         return hub_chunk_calls(self.hub) == before
 
     def read_all_hit(self, keys):
-        """Reads `keys` over S3: right bytes, no chunk missing from the
-        spoke's cache, no chunk request to the hub."""
+        """Reads `keys` over S3: right bytes, every chunk found in the
+        spoke's cache (the hub may be sent requests meanwhile: what the
+        prefetcher fetches further ahead)."""
         misses = self.mount()["cache"]["misses"]
-        calls = hub_chunk_calls(self.hub)
         for k in keys:
             self.assertEqual(self.s3.get_object(Bucket="datasets", Key=k)["Body"].read(), self.data[k])
         self.assertEqual(self.mount()["cache"]["misses"], misses)
-        self.assertEqual(hub_chunk_calls(self.hub), calls)
 
     def test_seeded_sampler_over_rest_is_fetched_ahead_in_order(self):
         since = self.sampler_bytes()
@@ -137,7 +136,8 @@ class PrefetchTest(unittest.TestCase):
         since = self.sampler_bytes()
 
         def add_header(request, **kwargs):
-            request.headers.update(headers)
+            for name, value in headers.items():
+                request.headers[name] = value
 
         self.s3.meta.events.register("before-sign.s3.GetObject", add_header)
         try:
@@ -180,7 +180,7 @@ class PrefetchOffTest(unittest.TestCase):
             with rest(spoke) as s:
                 r = s.post(spoke.url + "/api/v1/hints", json={"path": DATASETS + "d", "seed": 1})
                 self.assertEqual(r.status_code, 409, r.text)
-                self.assertEqual(r.json()["code"], "prefetch_off")
+                self.assertEqual(r.json()["error"]["code"], "prefetch_off")
                 m = s.get(spoke.url + "/api/v1/spokes").json()["spokes"][0]
                 self.assertEqual(m["prefetch"], {"enabled": False, "experts": []})
         finally:

@@ -7,7 +7,7 @@ using namespace weft::s3;
 
 TEST_CASE("x-weft-sampler: every field, defaults, spaces and an empty item") {
   auto full = parse_sampler("seed=18446744073709551615; epoch=3;world=8;rank=7;drop_last=1;");
-  REQUIRE(full);
+  REQUIRE(full.has_value());
   REQUIRE(full->seeded);
   CHECK(full->seeded->seed == 18446744073709551615ull);
   CHECK(full->seeded->epoch == 3);
@@ -16,7 +16,7 @@ TEST_CASE("x-weft-sampler: every field, defaults, spaces and an empty item") {
   CHECK(full->seeded->drop_last);
   CHECK(full->order.empty());
   auto bare = parse_sampler("seed=5");
-  REQUIRE(bare);
+  REQUIRE(bare.has_value());
   CHECK(bare->seeded->seed == 5);
   CHECK(bare->seeded->epoch == 0);
   CHECK(bare->seeded->world_size == 1);
@@ -42,7 +42,7 @@ TEST_CASE("x-weft-sampler: malformed values are InvalidArgument naming the fault
   for (const auto& [value, why] : bad) {
     CAPTURE(value);
     auto r = parse_sampler(value);
-    REQUIRE_FALSE(r);
+    REQUIRE_FALSE(r.has_value());
     CHECK(r.error().code == Code::InvalidArgument);
     CHECK(r.error().message.find(why) != std::string::npos);
   }
