@@ -279,6 +279,11 @@ struct AheadFile {
 // `done` when every chunk has arrived or failed.
 void fetch_files_ahead(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, std::string dir,
                        std::vector<AheadFile> files, std::function<void()> done);
+// Fetches the manifests of `files` that are neither cached nor on their
+// way, in requests of many names, so that fetching their chunks later is
+// one round trip; readers and chunk fetches wait for them meanwhile.
+void fetch_manifests_ahead(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, std::string dir,
+                           std::vector<AheadFile> files);
 // How many bytes a mount may have on their way ahead of its readers: the
 // link's bandwidth-delay product as measured, with margins (spoke_read.cpp).
 std::uint64_t link_window(Mount& m);

@@ -27,9 +27,10 @@ namespace learn = cache::learn;
 
 namespace {
 
-// Bytes of the files of one fetch request, about (as the listing-order
-// readahead's batches).
-constexpr std::uint64_t kBatchBytes = 1ull << 20;
+// Bytes of the files of one fetch request, about: an eighth of the budget
+// (so that several requests share the link's connections), within these.
+constexpr std::uint64_t kMinRequestBytes = 1ull << 20;
+constexpr std::uint64_t kMaxRequestBytes = 8ull << 20;
 // The share of the chunk cache's RAM tier that may be on its way at once:
 // what is fetched ahead must still be there when it is read.
 constexpr std::uint64_t kCacheShare = 4;
@@ -144,17 +145,35 @@ struct Charged {
   std::uint64_t from = 0, to = 0;
 };
 
+// A request of a plan: chunks of files (charged to the budget), or only
+// the manifests of files proposed beyond it.
 struct Fetch {
   std::string dir;
   std::vector<AheadFile> files;
   std::vector<Charged> charged;
+  bool manifests_only = false;
 };
+
+AheadFile ahead_file(const Learner& l, learn::FileId id, std::uint64_t from, std::uint64_t to) {
+  const Learner::File& f = l.files[id];
+  AheadFile a;
+  a.name = f.name;
+  a.hub_ino = f.hub_ino;
+  a.version = f.version;
+  a.size = l.catalog.size(id);
+  a.whole = true;
+  a.from = from;
+  a.to = to;
+  return a;
+}
 
 void launch(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, learn::ClientId client,
             std::vector<Fetch> fetches);
 
 // With l.mu held: what `client` reads next, as fetch requests: proposals
-// best first until the bytes on their way would pass the window.
+// best first until the bytes on their way would pass the window, and, for
+// all of them, one request per directory of the manifests not yet known
+// (first: the chunk requests then wait for it rather than ask each).
 std::vector<Fetch> plan(State& st, Mount& m, Learner& l, learn::ClientId client) {
   std::vector<Fetch> out;
   if (st.stopped || !st.cache_open.load(std::memory_order_acquire)) return out;
@@ -167,6 +186,15 @@ std::vector<Fetch> plan(State& st, Mount& m, Learner& l, learn::ClientId client)
   l.ensemble.plan(client, l.now(), residency, l.proposals);
   if (l.proposals.empty()) return out;
   const std::uint64_t budget = std::min(link_window(m), st.chunks->stats().ram_budget / kCacheShare);
+  std::vector<Fetch> manifests;
+  for (const learn::Proposal& p : l.proposals) {
+    const learn::FileId id = p.prediction.file;
+    if (l.files[id].version == 0 || l.in_flight.contains(id)) continue;
+    if (manifests.empty() || manifests.back().dir != l.files[id].dir)
+      manifests.push_back({l.files[id].dir, {}, {}, true});
+    manifests.back().files.push_back(ahead_file(l, id, 0, 0));
+  }
+  const std::uint64_t request_bytes = std::clamp(budget / 8, kMinRequestBytes, kMaxRequestBytes);
   std::uint64_t group_bytes = 0;
   for (const learn::Proposal& p : l.proposals) {
     const learn::FileId id = p.prediction.file;
@@ -183,22 +211,15 @@ std::vector<Fetch> plan(State& st, Mount& m, Learner& l, learn::ClientId client)
     l.in_flight[id] += bytes;
     l.in_flight_bytes += bytes;
     l.ensemble.issued(p.expert, bytes);
-    if (out.empty() || out.back().dir != f.dir || group_bytes >= kBatchBytes) {
-      out.push_back({f.dir, {}, {}});
+    if (out.empty() || out.back().dir != f.dir || group_bytes >= request_bytes) {
+      out.push_back({f.dir, {}, {}, false});
       group_bytes = 0;
     }
-    AheadFile a;
-    a.name = f.name;
-    a.hub_ino = f.hub_ino;
-    a.version = f.version;
-    a.size = size;
-    a.whole = true;
-    a.from = from;
-    a.to = to;
-    out.back().files.push_back(std::move(a));
+    out.back().files.push_back(ahead_file(l, id, from, to));
     out.back().charged.push_back({id, from, to});
     group_bytes += bytes;
   }
+  out.insert(out.begin(), std::make_move_iterator(manifests.begin()), std::make_move_iterator(manifests.end()));
   return out;
 }
 
@@ -209,6 +230,10 @@ std::vector<Fetch> plan(State& st, Mount& m, Learner& l, learn::ClientId client)
 void launch(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, learn::ClientId client,
             std::vector<Fetch> fetches) {
   for (auto& f : fetches) {
+    if (f.manifests_only) {
+      fetch_manifests_ahead(st, m, std::move(f.dir), std::move(f.files));
+      continue;
+    }
     auto done = [st, m, client, charged = std::move(f.charged)] {
       Learner& l = *m->learner;
       std::vector<Fetch> next;

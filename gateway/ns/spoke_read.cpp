@@ -605,6 +605,31 @@ void fetch_files_ahead(const std::shared_ptr<State>& st, const std::shared_ptr<M
                  asio::detached);
 }
 
+void fetch_manifests_ahead(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, std::string dir,
+                           std::vector<AheadFile> files) {
+  std::vector<std::pair<std::vector<AheadFile>, std::shared_ptr<Flight>>> jobs;
+  {
+    std::lock_guard lock(m->mu);
+    std::erase_if(files, [&](const AheadFile& f) {
+      return cached_manifest(*m, f) || read_ahead(*m).manifests_in_flight.contains({f.hub_ino, f.version});
+    });
+    for (std::size_t i = 0; i < files.size(); i += hub::Remote::kMaxManifests) {
+      std::vector<AheadFile> part(files.begin() + static_cast<std::ptrdiff_t>(i),
+                                  files.begin() + static_cast<std::ptrdiff_t>(std::min(files.size(), i + hub::Remote::kMaxManifests)));
+      auto flight = manifests_in_flight(*m, part);
+      jobs.emplace_back(std::move(part), std::move(flight));
+    }
+  }
+  // The mount lives until the manifests are in.
+  auto fetch = [](std::shared_ptr<State> st, std::shared_ptr<Mount> m, std::string dir, std::vector<AheadFile> files,
+                  std::shared_ptr<Flight> flight) -> asio::awaitable<void> {
+    auto op = fetch_manifests(st, m.get(), std::move(dir), std::move(files), std::move(flight));
+    co_await std::move(op);
+  };
+  for (auto& [part, flight] : jobs)
+    asio::co_spawn(st->executor, fetch(st, m, dir, std::move(part), std::move(flight)), asio::detached);
+}
+
 std::uint64_t link_window(Mount& m) { return window_bytes_locked(m); }
 
 }  // namespace spoke_detail
