@@ -38,8 +38,9 @@ def hub_chunk_calls(hub):
 
 
 class PrefetchTest(unittest.TestCase):
-    """Each test reads its own dataset directory, so what one fetched ahead
-    does not serve another."""
+    """One hub; each test a fresh spoke (what one job's abandoned hint did
+    to the sampler expert's record stays out of the next) reading its own
+    dataset directory."""
 
     @classmethod
     def setUpClass(cls):
@@ -51,17 +52,20 @@ class PrefetchTest(unittest.TestCase):
                 cls.data["%s/%03d.bin" % (d, i)] = body
                 hub_put(cls.hub, DATASETS + "%s/%03d.bin" % (d, i), body)
         cls.link = cls.hub.emulator("--rtt-ms", "40")
-        cls.spoke = Spoke(WEFT, cls.hub, "http://" + cls.link.address)
-        cls.s3 = cls.spoke.s3()
-        cls.session = rest(cls.spoke)
 
     @classmethod
     def tearDownClass(cls):
-        cls.session.close()
-        cls.s3.close()
-        spoke_code = cls.spoke.stop()
-        hub_code = cls.hub.stop()
-        assert spoke_code == 0 and hub_code == 0, (spoke_code, hub_code)
+        assert cls.hub.stop() == 0
+
+    def setUp(self):
+        self.spoke = Spoke(WEFT, self.hub, "http://" + self.link.address)
+        self.s3 = self.spoke.s3()
+        self.session = rest(self.spoke)
+
+    def tearDown(self):
+        self.session.close()
+        self.s3.close()
+        self.assertEqual(self.spoke.stop(), 0)
 
     def mount(self):
         r = self.session.get(self.spoke.url + "/api/v1/spokes")
