@@ -347,6 +347,21 @@ std::shared_ptr<Flight> manifests_in_flight(Mount& m, const std::vector<AheadFil
   return flight;
 }
 
+using ManifestRequest = std::pair<std::vector<AheadFile>, std::shared_ptr<Flight>>;
+
+// With m.mu held: `files` as manifests requests of at most
+// hub::Remote::kMaxManifests names, each registered as in flight.
+std::vector<ManifestRequest> manifest_requests(Mount& m, const std::vector<AheadFile>& files) {
+  std::vector<ManifestRequest> out;
+  for (std::size_t i = 0; i < files.size(); i += hub::Remote::kMaxManifests) {
+    std::vector<AheadFile> part(files.begin() + static_cast<std::ptrdiff_t>(i),
+                                files.begin() + static_cast<std::ptrdiff_t>(std::min(files.size(), i + hub::Remote::kMaxManifests)));
+    auto flight = manifests_in_flight(m, part);
+    out.emplace_back(std::move(part), std::move(flight));
+  }
+  return out;
+}
+
 // Fetches the chunks of `files` (their [from, to)) that no cache holds, in
 // one batch spanning them. Their manifests: cached, else in flight (waited
 // for), else asked for here. `until_done` is let go of when every chunk is
@@ -412,7 +427,7 @@ void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, c
   auto parent = shadow_of(*st, kv, sh.parent);
   if (!parent || parent->mount != m.id) return;
   const std::string name = split_leaf(sh.path).second;
-  std::vector<std::pair<std::vector<AheadFile>, std::shared_ptr<Flight>>> manifest_jobs;
+  std::vector<ManifestRequest> manifest_jobs;
   std::vector<std::vector<AheadFile>> chunk_jobs;
   {
     std::lock_guard lock(m.mu);
@@ -472,12 +487,7 @@ void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, c
       need.push_back(std::move(*f));
     }
     if (need.empty() || needed_now || need.size() >= kManifestBatch) {
-      for (std::size_t i = 0; i < need.size(); i += hub::Remote::kMaxManifests) {
-        std::vector<AheadFile> part(need.begin() + static_cast<std::ptrdiff_t>(i),
-                                    need.begin() + static_cast<std::ptrdiff_t>(std::min(need.size(), i + hub::Remote::kMaxManifests)));
-        auto flight = manifests_in_flight(m, part);
-        manifest_jobs.emplace_back(std::move(part), std::move(flight));
-      }
+      manifest_jobs = manifest_requests(m, need);
       s.manifests_to = manifests_end;
     } else {
       s.manifests_to = need.front().position;  // the next open looks from there
@@ -607,18 +617,13 @@ void fetch_files_ahead(const std::shared_ptr<State>& st, const std::shared_ptr<M
 
 void fetch_manifests_ahead(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, std::string dir,
                            std::vector<AheadFile> files) {
-  std::vector<std::pair<std::vector<AheadFile>, std::shared_ptr<Flight>>> jobs;
+  std::vector<ManifestRequest> jobs;
   {
     std::lock_guard lock(m->mu);
     std::erase_if(files, [&](const AheadFile& f) {
       return cached_manifest(*m, f) || read_ahead(*m).manifests_in_flight.contains({f.hub_ino, f.version});
     });
-    for (std::size_t i = 0; i < files.size(); i += hub::Remote::kMaxManifests) {
-      std::vector<AheadFile> part(files.begin() + static_cast<std::ptrdiff_t>(i),
-                                  files.begin() + static_cast<std::ptrdiff_t>(std::min(files.size(), i + hub::Remote::kMaxManifests)));
-      auto flight = manifests_in_flight(*m, part);
-      jobs.emplace_back(std::move(part), std::move(flight));
-    }
+    jobs = manifest_requests(*m, files);
   }
   // The mount lives until the manifests are in.
   auto fetch = [](std::shared_ptr<State> st, std::shared_ptr<Mount> m, std::string dir, std::vector<AheadFile> files,
