@@ -14,6 +14,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -117,20 +118,25 @@ class MountResidency final : public learn::Residency {
   // told; the chunk cache takes outlooks through chunk_outlook().
   bool covered(learn::FileId file, std::uint64_t offset, std::uint64_t length, const learn::Outlook&) override {
     if (l_.in_flight.contains(file)) return true;
+    const std::uint64_t end = length ? offset + length : l_.catalog.size(file);
+    return first_gap(file, offset, end) >= end;
+  }
+  // Where the first chunk in [from, to) of a file that no tier holds
+  // starts (`to`: none; `from` while its manifest is not known).
+  std::uint64_t first_gap(learn::FileId file, std::uint64_t from, std::uint64_t to) {
     const Learner::File& f = l_.files[file];
     std::shared_ptr<const wire::Manifest> man;
     {
       std::lock_guard lock(m_.mu);
       auto it = m_.manifests.find({f.hub_ino, f.version});
-      if (it == m_.manifests.end()) return false;
+      if (it == m_.manifests.end()) return from;
       man = it->second;
     }
-    const std::uint64_t end = length ? offset + length : man->size;
     for (const auto& c : man->chunks) {
-      if (c.offset + c.length <= offset || c.offset >= end) continue;
-      if (st_.chunks->holds(c.digest) == cache::ChunkCache::Held::no) return false;
+      if (c.offset + c.length <= from || c.offset >= to) continue;
+      if (st_.chunks->holds(c.digest) == cache::ChunkCache::Held::no) return std::max(from, c.offset);
     }
-    return true;
+    return to;
   }
 
  private:
@@ -201,10 +207,12 @@ std::vector<Fetch> plan(State& st, Mount& m, Learner& l, learn::ClientId client)
     if (l.in_flight.contains(id)) continue;  // another expert's proposal of it was taken
     const Learner::File& f = l.files[id];
     const std::uint64_t size = l.catalog.size(id);
-    const std::uint64_t from = p.prediction.offset;
-    std::uint64_t to = p.prediction.length ? std::min(size, from + p.prediction.length) : size;
-    if (f.version == 0 || from >= to) continue;
-    // A part of a large file at a time: its next part is proposed again.
+    std::uint64_t to = p.prediction.length ? std::min(size, p.prediction.offset + p.prediction.length) : size;
+    if (f.version == 0 || p.prediction.offset >= to) continue;
+    // From what is missing, a part of a large file at a time: its next
+    // part is proposed again.
+    const std::uint64_t from = residency.first_gap(id, p.prediction.offset, to);
+    if (from >= to) continue;
     to = std::min(to, from + budget);
     const std::uint64_t bytes = to - from;
     if (l.in_flight_bytes > 0 && l.in_flight_bytes + bytes > budget) break;
@@ -252,7 +260,10 @@ void launch(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, l
         });
         if (arrived) next = plan(*st, *m, l, client);
       }
-      launch(st, m, client, std::move(next));
+      // Not from here: this runs as a fetch's last chunk lets go, and a
+      // fetch with nothing to do ends at once (co_spawn may run inline).
+      if (!next.empty())
+        asio::post(st->executor, [st, m, client, next = std::move(next)]() mutable { launch(st, m, client, std::move(next)); });
     };
     fetch_files_ahead(st, m, std::move(f.dir), std::move(f.files), std::move(done));
   }
