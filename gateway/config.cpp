@@ -498,7 +498,7 @@ void apply_spokes(Config& c, const json& list) {
     const bool connector = list[i].is_object() && list[i].contains("connector");
     bool has_local = false, has_hub = false, has_remote = false, has_credentials = false;
     members(at, list[i],
-            {"local", "hub", "remote", "credentials", "mode", "connector", "endpoint", "bucket", "prefix", "region",
+            {"local", "hub", "remote", "credentials", "mode", "prefetch", "connector", "endpoint", "bucket", "prefix", "region",
              "ca_file", "url", "uid", "gid", "server", "share", "path", "workgroup", "read_only", "interval_s"},
             [&](std::string_view name, const std::string& key, const json& v) {
               if (name == "local") {
@@ -506,6 +506,8 @@ void apply_spokes(Config& c, const json& list) {
                 has_local = true;
               } else if (name == "mode") {
                 m.strict = one_of(key, v, kSpokeModes) == "strict";
+              } else if (name == "prefetch") {
+                m.prefetch = boolean_of(key, v);
               } else if (connector) {
                 return;  // apply_connector's
               } else if (name == "hub") {

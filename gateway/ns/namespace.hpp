@@ -97,6 +97,37 @@ struct SpokeMount {
   // keep serving what is cached (available).
   bool strict = true;
   std::optional<SpokeConnector> connector;
+  // The learning prefetcher (cache/learn's ensemble of experts) follows the
+  // mount's reads and sampler hints and fetches ahead of them; off: only
+  // the sequential and listing-order readahead.
+  bool prefetch = true;
+};
+
+// A job's declared reading order (Namespace::spoke_hint), for the spoke
+// prefetcher's sampler expert: a seeded shuffle of a dataset directory's
+// files (cache/learn/sampler.hpp says exactly which order), or an explicit
+// list of files. The job is the caller's principal: its reads follow it.
+struct SpokeHint {
+  struct Seeded {
+    std::uint64_t seed = 0, epoch = 0;
+    std::uint32_t world_size = 1, rank = 0;
+    bool drop_last = false;
+    bool operator==(const Seeded&) const = default;
+  };
+  std::optional<Seeded> seeded;
+  // Otherwise: files in reading order, as paths below the dataset
+  // directory ("a.jpg", "part-1/b.jpg").
+  std::vector<std::string> order;
+  bool operator==(const SpokeHint&) const = default;
+};
+
+// One expert of a spoke mount's prefetcher (cache/learn/ensemble.hpp).
+struct SpokeExpertStats {
+  std::string name;
+  double weight = 0;
+  double precision = 0, coverage = 0, timeliness = 0;
+  std::uint64_t predictions = 0, used = 0, timely = 0;
+  std::uint64_t issued = 0, issued_bytes = 0;  // fetches made on its word
 };
 
 // The spoke's chunk cache, shared by all mounts: RAM, then files in
@@ -136,6 +167,9 @@ struct SpokeMountStats {
   // (hits, never fetched: the dedup saving), or not (misses).
   std::uint64_t cache_hits = 0, cache_hit_bytes = 0, cache_misses = 0, cache_miss_bytes = 0;
   std::optional<SpokeTrace> trace;  // its reads being recorded
+  // The learning prefetcher: on or off, and its experts (empty when off).
+  bool prefetch = true;
+  std::vector<SpokeExpertStats> experts;
 
   // How far the mount is behind the hub's change log.
   std::uint64_t lag() const { return hub_last_change > cursor ? hub_last_change - cursor : 0; }
@@ -347,6 +381,14 @@ class Namespace {
   Status remove_spoke(const OpContext& ctx, std::string_view local);
   // Every mount's figures and the shared cache's. Administrators only.
   Result<SpokeStats> spoke_stats(const OpContext& ctx) const;
+  // Declares the caller's reading order in directory `dir` of a spoke
+  // mount, whose prefetcher then fetches ahead in exactly that order (a
+  // hint equal to the caller's last one changes nothing). Needs read
+  // permission on `dir`. Errors: Errc::not_dir, Errc::invalid (not below a
+  // spoke mount, a rank not below the world size, an order naming no file of
+  // the directory), Errc::not_found (a listed file is missing), and those of
+  // reaching the hub.
+  Task<void> spoke_hint(const OpContext& ctx, Ino dir, const SpokeHint& hint);
 
   // --- The spoke chunk cache's operator controls (spoke_cache.cpp) --------
   // Administrators only (Errc::perm); Errc::invalid: `ino` is not a spoke

@@ -384,6 +384,7 @@ Result<std::shared_ptr<Spokes::Mount>> Spokes::prepare(const SpokeMount& spec) {
   auto m = std::make_shared<Mount>();
   m->spec = spec;
   m->name = spec.local;
+  if (spec.prefetch) m->learner = make_learner();
   // The client first: a malformed URL leaves nothing behind.
   auto client = open_remote(st.executor, spec, st.region);
   if (!client) {
@@ -598,7 +599,10 @@ asio::awaitable<Result<wire::FileAttr>> hub_attr(Mount& m, Ino ino, Shadow sh) {
   co_return a;
 }
 
-// All entries of a hub directory in name order, with their attributes.
+}  // namespace
+
+namespace spoke_detail {
+
 asio::awaitable<Result<std::vector<std::pair<std::string, wire::FileAttr>>>> hub_listing(Mount& m, std::uint64_t dir_hub_ino,
                                                                                            std::string path) {
   using Entries = std::vector<std::pair<std::string, wire::FileAttr>>;
@@ -642,7 +646,7 @@ asio::awaitable<Result<std::vector<std::pair<std::string, wire::FileAttr>>>> hub
   co_return out;
 }
 
-}  // namespace
+}  // namespace spoke_detail
 
 Task<Attr> Spokes::getattr(const OpContext& ctx, Ino ino) {
   if (auto s = ns_.check_ctx(ctx, std::chrono::steady_clock::now()); !s) co_return s.error();

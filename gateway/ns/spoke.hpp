@@ -102,6 +102,9 @@ class Spokes {
   Task<std::size_t> read(const OpContext& ctx, Handle h, std::uint64_t offset, std::span<std::byte> out);
   Task<std::size_t> read_version(const OpContext& ctx, Ino ino, std::uint64_t version,
                                  std::uint64_t offset, std::span<std::byte> out);
+  // The caller's declared reading order in directory `dir` (spoke_learn.cpp;
+  // errors as Namespace::spoke_hint says).
+  Task<void> hint(const OpContext& ctx, Ino dir, SpokeHint hint);
   // Local statistics of the file system that holds the mount point.
   Result<Ino> mount_point_of(Ino ino);
 

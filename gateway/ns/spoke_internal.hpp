@@ -9,10 +9,12 @@
 #include "backend/hub/remote.hpp"
 #include "cache/chunk_cache.hpp"
 #include "cache/trace_recorder.hpp"
+#include "cache/learn/types.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 
 #include <array>
+#include <functional>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -29,6 +31,7 @@ namespace wire = hub::wire;
 namespace spoke_detail {
 
 struct ReadAhead;  // spoke_read.cpp's state of a mount
+struct Learner;    // spoke_learn.cpp's: the mount's prefetch ensemble
 
 inline constexpr std::size_t kShadowCacheEntries = 1 << 20;
 // Attributes and directories cached per mount; past this the mount starts
@@ -119,6 +122,9 @@ struct Spokes::Mount {
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const wire::Manifest>> manifests;  // guarded by mu
   std::size_t manifest_chunks = 0;                      // guarded by mu: chunk references in `manifests`
   std::shared_ptr<spoke_detail::ReadAhead> read_ahead;  // guarded by mu; made on first read
+  // Made by prepare() when spec.prefetch, before the mount serves; then
+  // never changed (it has its own lock).
+  std::shared_ptr<spoke_detail::Learner> learner;
 
   // The remote's path of a path below the mount (a connector's remote is
   // its source's root, "").
@@ -264,6 +270,51 @@ inline bool cached(State& st, Mount& m, const wire::ChunkRef& c) {
 // called. A polled remote's feed may be an interval behind: what is cached
 // of that file or entry is dropped instead, so that it is asked afresh.
 asio::awaitable<void> catch_up(Mount& m, std::uint64_t ino, std::uint64_t dir = 0, std::string_view name = {});
+
+// All entries of a hub directory (the mount's `path`) in name order, with
+// their attributes: cached, else listed (spoke.cpp).
+asio::awaitable<Result<std::vector<std::pair<std::string, wire::FileAttr>>>> hub_listing(Mount& m, std::uint64_t dir_hub_ino,
+                                                                                           std::string path);
+
+// A file to fetch ahead (spoke_read.cpp), as its directory's listing knows
+// it: its chunks in [from, to) (to 0: to the end) when `whole`, else only
+// its manifest.
+struct AheadFile {
+  std::size_t position = 0;  // in the listing
+  std::string name;
+  std::uint64_t hub_ino = 0, version = 0, size = 0;
+  bool whole = false;
+  std::shared_ptr<const wire::Manifest> manifest;
+  std::uint64_t from = 0, to = 0;
+};
+// Fetches the chunks of `files` (of hub directory `dir`) that no cache
+// holds, in one batch, their manifests first where none is cached; calls
+// `done` when every chunk has arrived or failed.
+void fetch_files_ahead(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, std::string dir,
+                       std::vector<AheadFile> files, std::function<void()> done);
+// Fetches the manifests of `files` that are neither cached nor on their
+// way, in requests of many names, so that fetching their chunks later is
+// one round trip; readers and chunk fetches wait for them meanwhile.
+void fetch_manifests_ahead(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, std::string dir,
+                           std::vector<AheadFile> files);
+// How many bytes a mount may have on their way ahead of its readers: the
+// link's bandwidth-delay product as measured, with margins (spoke_read.cpp).
+std::uint64_t link_window(Mount& m);
+
+// The learning prefetcher (spoke_learn.cpp); each does nothing for a mount
+// without one. A mount's learner, for prepare().
+std::shared_ptr<Learner> make_learner();
+// A read of `bytes` at `offset` of file `ino` (hub path `path`, `man` the
+// version read) by the caller of `ctx`: observed, then what the ensemble
+// proposes is fetched within the link's window.
+void learn_read(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, kv::Store& kv, const OpContext& ctx,
+                Ino ino, const std::string& path, const wire::Manifest& man, std::uint64_t offset, std::size_t bytes);
+// The prefetcher's outlook on the next use of the chunk at `offset` of the
+// hub file `path`: what the chunk cache should be told of that chunk when it
+// stores or serves it (its eviction takes outlooks as hints).
+cache::learn::Outlook chunk_outlook(Mount& m, const std::string& path, std::uint64_t offset);
+// The ensemble's figures per expert (empty without a learner).
+std::vector<SpokeExpertStats> learn_stats(Mount& m);
 
 }  // namespace spoke_detail
 }  // namespace weft::ns

@@ -75,6 +75,8 @@ SpokeMountStats mount_stats(Mount& m) {
   s.cache_misses = m.misses;
   s.cache_miss_bytes = m.miss_bytes;
   if (auto trace = m.trace.load()) s.trace = SpokeTrace{m.name, trace->file().string(), trace->totals().accesses, 0};
+  s.prefetch = m.spec.prefetch;
+  s.experts = learn_stats(m);
   return s;
 }
 
@@ -123,9 +125,63 @@ void register_mount_metrics(const std::shared_ptr<Mount>& m) {
   }
 }
 
-void unregister_mount_metrics(const Mount& m) {
+// The weft_spoke_prefetch_* series of one mount's experts, labelled
+// mount="/datasets",expert="sampler".
+struct ExpertFigure {
+  std::string_view name, help;
+  bool counter;
+  double (*read)(const SpokeExpertStats&);
+};
+constexpr ExpertFigure kExpertFigures[] = {
+    {"weft_spoke_prefetch_weight", "The spoke prefetcher's weight of the expert (the weights sum to 1)", false,
+     [](const SpokeExpertStats& e) { return e.weight; }},
+    {"weft_spoke_prefetch_precision", "Of the expert's resolved predictions, the share that was read", false,
+     [](const SpokeExpertStats& e) { return e.precision; }},
+    {"weft_spoke_prefetch_coverage", "Of the spoke mount's reads, the share that one of the expert's predictions covered",
+     false, [](const SpokeExpertStats& e) { return e.coverage; }},
+    {"weft_spoke_prefetch_timeliness",
+     "Of the expert's predictions that were read, the share made early enough for a fetch to arrive in time", false,
+     [](const SpokeExpertStats& e) { return e.timeliness; }},
+    {"weft_spoke_prefetch_fetched_bytes_total", "Bytes the spoke prefetcher fetched ahead on the expert's word", true,
+     [](const SpokeExpertStats& e) { return double(e.issued_bytes); }},
+};
+
+metrics::Labels expert_labels(const Mount& m, const std::string& expert) {
+  return {{"mount", m.name}, {"expert", expert}};
+}
+
+// The experts' names, fixed for a mount's life.
+std::vector<std::string> expert_names(Mount& m) {
+  std::vector<std::string> names;
+  for (const auto& e : learn_stats(m)) names.push_back(e.name);
+  return names;
+}
+
+void register_expert_metrics(const std::shared_ptr<Mount>& m) {
+  auto& reg = metrics::Registry::global();
+  std::weak_ptr<Mount> weak = m;
+  for (const std::string& expert : expert_names(*m)) {
+    for (const ExpertFigure& f : kExpertFigures) {
+      auto read = [weak, expert, fn = f.read] {
+        auto mount = weak.lock();
+        if (!mount) return 0.0;
+        for (const auto& e : learn_stats(*mount))
+          if (e.name == expert) return fn(e);
+        return 0.0;
+      };
+      if (f.counter)
+        reg.counter_fn(f.name, f.help, expert_labels(*m, expert), read);
+      else
+        reg.gauge_fn(f.name, f.help, expert_labels(*m, expert), read);
+    }
+  }
+}
+
+void unregister_mount_metrics(Mount& m) {
   auto& reg = metrics::Registry::global();
   for (const MountFigure& f : kMountFigures) reg.remove_fn(f.name, mount_labels(m));
+  for (const std::string& expert : expert_names(m))
+    for (const ExpertFigure& f : kExpertFigures) reg.remove_fn(f.name, expert_labels(m, expert));
 }
 
 SpokeCacheStats cache_stats(const State& st) {
@@ -256,6 +312,7 @@ void Spokes::publish(const std::shared_ptr<Mount>& m) {
     st.mount_count++;
   }
   register_mount_metrics(m);
+  register_expert_metrics(m);
   asio::co_spawn(st.executor, connect(state_, m), asio::detached);
 }
 

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <set>
 
 namespace weft::ns {
@@ -162,10 +163,27 @@ asio::awaitable<cache::Result<cache::Bytes>> get_chunk(std::shared_ptr<cache::Ch
   co_return co_await std::move(op);
 }
 
-asio::awaitable<void> prefetch_chunk(std::shared_ptr<cache::ChunkCache> chunks, BatchSlot slot) {
+// `until_done` is held until the chunk is in (or failed): the last holder
+// of a fetch's chunks tells whoever waits for all of them.
+asio::awaitable<void> prefetch_chunk(std::shared_ptr<cache::ChunkCache> chunks, BatchSlot slot,
+                                     std::shared_ptr<const void> until_done) {
   auto op = get_chunk(std::move(chunks), std::move(slot));
   co_await std::move(op);  // a failure is the reader's to see when it gets there
 }
+
+// Runs a function when destroyed (by the last holder of a shared one).
+class OnDone {
+ public:
+  explicit OnDone(std::function<void()> f) : f_(std::move(f)) {}
+  OnDone(const OnDone&) = delete;
+  OnDone& operator=(const OnDone&) = delete;
+  ~OnDone() {
+    if (f_) f_();
+  }
+
+ private:
+  std::function<void()> f_;
+};
 
 }  // namespace
 
@@ -287,15 +305,6 @@ asio::awaitable<Result<std::shared_ptr<const wire::Manifest>>> hub_manifest(Moun
 // ---------------------------------------------------------------------------
 // Reading in listing order
 
-// A file fetched ahead, as the listing knows it.
-struct AheadFile {
-  std::size_t position = 0;  // in the listing
-  std::string name;
-  std::uint64_t hub_ino = 0, version = 0, size = 0;
-  bool whole = false;  // its chunks too, not only its manifest
-  std::shared_ptr<const wire::Manifest> manifest;
-};
-
 // With m.mu held: the cached manifest a file is read with, or null.
 std::shared_ptr<const wire::Manifest> cached_manifest(Mount& m, const AheadFile& f) {
   auto it = m.manifests.find({f.hub_ino, f.version});
@@ -340,10 +349,27 @@ std::shared_ptr<Flight> manifests_in_flight(Mount& m, const std::vector<AheadFil
   return flight;
 }
 
-// Fetches the chunks of `files` that no cache holds, in one batch spanning
-// them. Their manifests: cached, else in flight (waited for), else asked
-// for here.
-asio::awaitable<void> fetch_chunks_ahead(std::shared_ptr<State> st, Mount* m, std::string dir, std::vector<AheadFile> files) {
+using ManifestRequest = std::pair<std::vector<AheadFile>, std::shared_ptr<Flight>>;
+
+// With m.mu held: `files` as manifests requests of at most
+// hub::Remote::kMaxManifests names, each registered as in flight.
+std::vector<ManifestRequest> manifest_requests(Mount& m, const std::vector<AheadFile>& files) {
+  std::vector<ManifestRequest> out;
+  for (std::size_t i = 0; i < files.size(); i += hub::Remote::kMaxManifests) {
+    std::vector<AheadFile> part(files.begin() + static_cast<std::ptrdiff_t>(i),
+                                files.begin() + static_cast<std::ptrdiff_t>(std::min(files.size(), i + hub::Remote::kMaxManifests)));
+    auto flight = manifests_in_flight(m, part);
+    out.emplace_back(std::move(part), std::move(flight));
+  }
+  return out;
+}
+
+// Fetches the chunks of `files` (their [from, to)) that no cache holds, in
+// one batch spanning them. Their manifests: cached, else in flight (waited
+// for), else asked for here. `until_done` is let go of when every chunk is
+// in or failed.
+asio::awaitable<void> fetch_chunks_ahead(std::shared_ptr<State> st, Mount* m, std::string dir, std::vector<AheadFile> files,
+                                         std::shared_ptr<const void> until_done) {
   std::vector<std::shared_ptr<Flight>> waits;
   std::vector<AheadFile> unknown;
   std::shared_ptr<Flight> own;
@@ -373,11 +399,13 @@ asio::awaitable<void> fetch_chunks_ahead(std::shared_ptr<State> st, Mount* m, st
       std::lock_guard lock(m->mu);
       if (!(f.manifest = cached_manifest(*m, f))) continue;
     }
-    for (const auto& c : f.manifest->chunks)
+    for (const auto& c : f.manifest->chunks) {
+      if (c.offset + c.length <= f.from || (f.to && c.offset >= f.to)) continue;
       if (seen.insert(c.digest).second && !st->chunks->get(c.digest)) batch->add(f.name, f.version, c);
+    }
   }
   for (std::size_t i = 0; i < batch->refs.size(); ++i)
-    asio::co_spawn(st->executor, prefetch_chunk(st->chunks, BatchSlot{batch, i}), asio::detached);
+    asio::co_spawn(st->executor, prefetch_chunk(st->chunks, BatchSlot{batch, i}, until_done), asio::detached);
 }
 
 // With m.mu held: whether every chunk of a file is in the RAM tier already
@@ -401,7 +429,7 @@ void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, c
   auto parent = shadow_of(*st, kv, sh.parent);
   if (!parent || parent->mount != m.id) return;
   const std::string name = split_leaf(sh.path).second;
-  std::vector<std::pair<std::vector<AheadFile>, std::shared_ptr<Flight>>> manifest_jobs;
+  std::vector<ManifestRequest> manifest_jobs;
   std::vector<std::vector<AheadFile>> chunk_jobs;
   {
     std::lock_guard lock(m.mu);
@@ -461,12 +489,7 @@ void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, c
       need.push_back(std::move(*f));
     }
     if (need.empty() || needed_now || need.size() >= kManifestBatch) {
-      for (std::size_t i = 0; i < need.size(); i += hub::Remote::kMaxManifests) {
-        std::vector<AheadFile> part(need.begin() + static_cast<std::ptrdiff_t>(i),
-                                    need.begin() + static_cast<std::ptrdiff_t>(std::min(need.size(), i + hub::Remote::kMaxManifests)));
-        auto flight = manifests_in_flight(m, part);
-        manifest_jobs.emplace_back(std::move(part), std::move(flight));
-      }
+      manifest_jobs = manifest_requests(m, need);
       s.manifests_to = manifests_end;
     } else {
       s.manifests_to = need.front().position;  // the next open looks from there
@@ -497,7 +520,7 @@ void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, c
   for (auto& [files, flight] : manifest_jobs)
     asio::co_spawn(st->executor, fetch_manifests(st, &m, dir, std::move(files), std::move(flight)), asio::detached);
   for (auto& files : chunk_jobs)
-    asio::co_spawn(st->executor, fetch_chunks_ahead(st, &m, dir, std::move(files)), asio::detached);
+    asio::co_spawn(st->executor, fetch_chunks_ahead(st, &m, dir, std::move(files), nullptr), asio::detached);
 }
 
 // ---------------------------------------------------------------------------
@@ -561,7 +584,8 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
     batch_bytes += chunks[i].length;
   }
   for (std::size_t i = first + 1; i < ahead_to; ++i)
-    if (slots[i - first].batch) asio::co_spawn(st.executor, prefetch_chunk(st.chunks, slots[i - first]), asio::detached);
+    if (slots[i - first].batch)
+      asio::co_spawn(st.executor, prefetch_chunk(st.chunks, slots[i - first], nullptr), asio::detached);
   // A chunk named by its content that a tier holds is taken from the cache
   // as it is, without a batch or a coroutine (a warm read's every chunk).
   const bool by_content = m.client->chunk_names() == hub::Remote::ChunkNames::verified;
@@ -595,6 +619,40 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
 }
 
 }  // namespace
+
+namespace spoke_detail {
+
+void fetch_files_ahead(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, std::string dir,
+                       std::vector<AheadFile> files, std::function<void()> done) {
+  // The mount lives until its last chunk is in.
+  auto until_done = std::make_shared<const OnDone>([m, done = std::move(done)] { done(); });
+  asio::co_spawn(st->executor, fetch_chunks_ahead(st, m.get(), std::move(dir), std::move(files), std::move(until_done)),
+                 asio::detached);
+}
+
+void fetch_manifests_ahead(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, std::string dir,
+                           std::vector<AheadFile> files) {
+  std::vector<ManifestRequest> jobs;
+  {
+    std::lock_guard lock(m->mu);
+    std::erase_if(files, [&](const AheadFile& f) {
+      return cached_manifest(*m, f) || read_ahead(*m).manifests_in_flight.contains({f.hub_ino, f.version});
+    });
+    jobs = manifest_requests(*m, files);
+  }
+  // The mount lives until the manifests are in.
+  auto fetch = [](std::shared_ptr<State> st, std::shared_ptr<Mount> m, std::string dir, std::vector<AheadFile> files,
+                  std::shared_ptr<Flight> flight) -> asio::awaitable<void> {
+    auto op = fetch_manifests(st, m.get(), std::move(dir), std::move(files), std::move(flight));
+    co_await std::move(op);
+  };
+  for (auto& [part, flight] : jobs)
+    asio::co_spawn(st->executor, fetch(st, m, dir, std::move(part), std::move(flight)), asio::detached);
+}
+
+std::uint64_t link_window(Mount& m) { return window_bytes_locked(m); }
+
+}  // namespace spoke_detail
 
 Task<Handle> Spokes::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
   if (!flags.read && !flags.write) co_return Errc::invalid;
@@ -646,7 +704,9 @@ Task<std::size_t> Spokes::read(const OpContext& ctx, Handle h, std::uint64_t off
   if (!of->flags.read) co_return Errc::bad_handle;
   if (auto staged = read_staged(*of, offset, out)) co_return std::move(*staged);
   auto op = read_chunks(*state_, *of->mount, of->path, of->manifest, offset, out, of.get(), trace_client(ctx));
-  co_return co_await std::move(op);
+  auto n = co_await std::move(op);
+  if (n && *n) learn_read(state_, of->mount, *ns_.kv, ctx, of->ino, of->path, *of->manifest, offset, *n);
+  co_return n;
 }
 
 Task<std::size_t> Spokes::read_version(const OpContext& ctx, Ino ino, std::uint64_t version, std::uint64_t offset,
@@ -662,9 +722,11 @@ Task<std::size_t> Spokes::read_version(const OpContext& ctx, Ino ino, std::uint6
   auto mop = hub_manifest(*w->mount, w->shadow, version);
   auto man = co_await std::move(mop);
   if (!man) co_return man.error();
-  auto op = read_chunks(*state_, *w->mount, w->mount->hub_path(w->shadow.path), *man, offset, out, nullptr,
-                        trace_client(ctx));
-  co_return co_await std::move(op);
+  const std::string path = w->mount->hub_path(w->shadow.path);
+  auto op = read_chunks(*state_, *w->mount, path, *man, offset, out, nullptr, trace_client(ctx));
+  auto n = co_await std::move(op);
+  if (n && *n) learn_read(state_, w->mount, *ns_.kv, ctx, ino, path, **man, offset, *n);
+  co_return n;
 }
 
 }  // namespace weft::ns

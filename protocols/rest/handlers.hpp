@@ -47,6 +47,9 @@ Reply export_set(Service& s, Call& c);
 Reply export_delete(Service& s, Call& c);
 Reply audit_query(Service& s, Call& c);
 
+// hints.cpp: a job's declared reading order, for a spoke's prefetcher.
+Reply hint_register(Service& s, Call& c);
+
 // spokes.cpp: spoke mounts at run time.
 Reply spokes_list(Service& s, Call& c);
 Reply spoke_add(Service& s, Call& c);

@@ -53,6 +53,7 @@ constexpr std::array kRoutes{
     Route{"GET", "/api/v1/spokes", "spokes.list", kAdmin, "", spokes_list},
     Route{"POST", "/api/v1/spokes", "spokes.add", kAdmin, "", spoke_add},
     Route{"DELETE", "/api/v1/spokes/{path}", "spokes.remove", kAdmin, "", spoke_remove},
+    Route{"POST", "/api/v1/hints", "hints.register", kUser, "", hint_register},
 
     Route{"GET", "/api/v1/cache", "cache.stats", kAdmin, "", cache_stats},
     Route{"GET", "/api/v1/cache/pins", "cache.pins.list", kAdmin, "", cache_pins_list},

@@ -61,6 +61,25 @@ nlohmann::json mount_json(const ns::SpokeMountStats& m) {
   } else {
     j["trace"] = nullptr;
   }
+  nlohmann::json experts = nlohmann::json::array();
+  for (const auto& e : m.experts) {
+    nlohmann::json x;
+    x["name"] = e.name;
+    x["weight"] = e.weight;
+    x["precision"] = e.precision;
+    x["coverage"] = e.coverage;
+    x["timeliness"] = e.timeliness;
+    x["predictions"] = e.predictions;
+    x["used"] = e.used;
+    x["timely"] = e.timely;
+    x["fetches"] = e.issued;
+    x["fetched_bytes"] = e.issued_bytes;
+    experts.push_back(std::move(x));
+  }
+  nlohmann::json prefetch;
+  prefetch["enabled"] = m.prefetch;
+  prefetch["experts"] = std::move(experts);
+  j["prefetch"] = std::move(prefetch);
   return j;
 }
 
@@ -95,7 +114,8 @@ Reply spoke_add(Service& s, Call& c) {
                                           {"user", JsonType::string},
                                           {"password", JsonType::string},
                                           {"mode", JsonType::string},
-                                          {"ca_file", JsonType::string}};
+                                          {"ca_file", JsonType::string},
+                                          {"prefetch", JsonType::boolean}};
   auto body = co_await c.read_json(kFields);
   if (!body) co_return body.error();
   ns::SpokeMount spec;
@@ -131,6 +151,7 @@ Reply spoke_add(Service& s, Call& c) {
       co_return invalid_json("field \"ca_file\": cannot read \"" + spec.ca_file + "\" at the spoke: " +
                              std::strerror(errno));
   }
+  spec.prefetch = body->value("prefetch", true);
   auto added = co_await s.ns.add_spoke(c.ctx, spec);
   if (!added) {
     const ns::Errc e = ns::errc_of(added.error());

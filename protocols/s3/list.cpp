@@ -6,6 +6,7 @@
 #include "protocols/s3/checksum.hpp"
 #include "protocols/s3/dates.hpp"
 #include "protocols/s3/handlers.hpp"
+#include "protocols/s3/sampler_hint.hpp"
 #include "protocols/s3/store.hpp"
 #include "protocols/s3/walker.hpp"
 #include "protocols/s3/xml.hpp"
@@ -182,6 +183,7 @@ asio::awaitable<Outcome> list_objects(Service& s, Request& r) {
   if (const std::string* m = r.param("marker")) p->after = *m;
   auto bucket = co_await find_bucket(s.ns, r.ctx, r.bucket);
   if (!bucket) co_return bucket.error();
+  if (auto e = co_await declare_sampler(s, r, bucket->ino, p->prefix)) co_return e;
   auto l = co_await collect(s, r, bucket->ino, *p);
   if (!l) co_return l.error();
   pugi::xml_document doc;
@@ -215,6 +217,7 @@ asio::awaitable<Outcome> list_objects_v2(Service& s, Request& r) {
   const std::string* fetch_owner = r.param("fetch-owner");
   auto bucket = co_await find_bucket(s.ns, r.ctx, r.bucket);
   if (!bucket) co_return bucket.error();
+  if (auto e = co_await declare_sampler(s, r, bucket->ino, p->prefix)) co_return e;
   auto l = co_await collect(s, r, bucket->ino, *p);
   if (!l) co_return l.error();
   pugi::xml_document doc;

@@ -4,6 +4,8 @@
 #include "protocols/s3/conditions.hpp"
 #include "protocols/s3/dates.hpp"
 #include "protocols/s3/handlers.hpp"
+#include "protocols/s3/paths.hpp"
+#include "protocols/s3/sampler_hint.hpp"
 #include "protocols/s3/store.hpp"
 #include "protocols/s3/xml.hpp"
 
@@ -199,6 +201,11 @@ asio::awaitable<Outcome> stream(Service& s, Request& r, const Target& t, Plan& p
 }  // namespace
 
 asio::awaitable<Outcome> get_object(Service& s, Request& r) {
+  if (r.header("x-weft-sampler")) {
+    auto bucket = co_await find_bucket(s.ns, r.ctx, r.bucket);
+    if (!bucket) co_return bucket.error();
+    if (auto e = co_await declare_sampler(s, r, bucket->ino, r.key)) co_return e;
+  }
   auto t = co_await find_target(s, r);
   if (!t) co_return t.error();
   auto p = plan(r, *t);

@@ -388,7 +388,14 @@ TEST_CASE("spoke mounts: from the file and from --spoke, each mistake named") {
   CHECK(c->spokes[0].user == "spoke-eu");
   CHECK(c->spokes[0].password == "pw");
   CHECK(c->spokes[0].strict);
+  CHECK(c->spokes[0].prefetch);
   CHECK(parse("{}")->spokes.empty());
+  auto off = parse(R"({"spokes": [{"local": "/d", "hub": "http://h:1", "remote": "d/e", "credentials": ")" + creds +
+                   R"(", "prefetch": false}]})");
+  REQUIRE(off.has_value());
+  CHECK_FALSE(off->spokes[0].prefetch);
+  CHECK(error_of(R"({"spokes": [{"local": "/a", "hub": "http://h:1", "remote": "d", "credentials": ")" + creds +
+                 R"(", "prefetch": "yes"}]})") == "config: spokes[0].prefetch: expected true or false, got a string");
 
   Overrides o;
   o.spokes = {"/models=http://hub.example:9080/data/models"};

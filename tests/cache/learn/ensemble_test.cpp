@@ -139,3 +139,31 @@ TEST_CASE("ensemble: on random reads no expert is trusted, and the proposals are
   CHECK(late.is_soon());
   CHECK(early.expected < late.expected);
 }
+
+TEST_CASE("ensemble: follows a catalog rebuilt in place as files join, old paths first (the spoke's online use)") {
+  // A spoke first sees one file of a dataset, then its directory's listing.
+  Catalog::Builder first;
+  first.add(test::TraceBuilder::path(150, "ds"), 1000);
+  Catalog cat = std::move(first).build();
+  Ensemble e(cat);
+  e.observe({kMillisecond, 1, 0, 0, 1000});
+  Catalog::Builder all;
+  for (FileId f = 0; f < cat.files(); ++f) all.add(cat.path(f), cat.size(f));
+  for (int i = 0; i < 200; ++i) all.add(test::TraceBuilder::path(i, "ds"), 1000);
+  cat = std::move(all).build();
+  REQUIRE(cat.files() == 200);
+  CHECK(cat.find(test::TraceBuilder::path(150, "ds")) == FileId{0});
+  CHECK(cat.dataset_of(0) == 0);
+  REQUIRE(cat.listing(0).size() == 200);
+  // A seeded hint over the whole listing: the plan follows its order.
+  e.hint({1, 0, SamplerSpec{7, 0}, {}});
+  NothingResident none;
+  std::vector<Proposal> out;
+  e.plan(1, 2 * kMillisecond, none, out);
+  const auto order = sampler_order(200, {7, 0}).value();
+  std::vector<FileId> sampled;
+  for (const auto& p : out)
+    if (e.stats()[p.expert].name == "sampler") sampled.push_back(p.prediction.file);
+  REQUIRE(sampled.size() >= 8);
+  for (std::size_t i = 0; i < 8; ++i) CHECK(sampled[i] == cat.listing(0)[order[i]]);
+}

@@ -79,10 +79,11 @@ class Spoke(Gateway):
     """A spoke `weft serve` mounting `remote` of `hub_url` at `local` (by
     config, or by flags; `local` None: no mount, one is added at run time),
     serving `protocols`; `spoke_cache`: the config's chunk cache budgets;
-    `ca`: the certificates an https hub is verified with."""
+    `ca`: the certificates an https hub is verified with; `prefetch`: the
+    mount's learning prefetcher on or off (None: the default)."""
 
     def __init__(self, weft, hub, hub_url, mode="strict", flags=False, protocols=SPOKE_PROTOCOLS, region=None,
-                 local="/datasets", remote="data/datasets", spoke_cache=None, ca=None):
+                 local="/datasets", remote="data/datasets", spoke_cache=None, ca=None, prefetch=None):
         credentials = str(hub.data / "credentials.json")
         self.protocols = protocols
         args, config = [], {}
@@ -96,6 +97,8 @@ class Spoke(Gateway):
                                  "credentials": credentials, "mode": mode}]
             if ca:
                 config["spokes"][0]["ca_file"] = ca
+            if prefetch is not None:
+                config["spokes"][0]["prefetch"] = prefetch
         if spoke_cache:
             config["spoke_cache"] = spoke_cache
         super().__init__(weft, protocols=protocols, prefix="weft-spoke-", region=region, args=args,
@@ -148,6 +151,24 @@ def hub_put(hub, path, body):
     with rest(hub) as s:
         r = s.put(hub.url + "/api/v1/files/" + path, data=body, params={"mkdirs": "true"})
         assert r.status_code in (200, 201), r.text
+
+
+M64 = 2**64 - 1
+
+
+def sampler_order(n, seed, epoch, world=1, rank=0, drop_last=False):
+    """The listing indices rank `rank` reads in `epoch`: cache/learn/sampler.hpp's
+    order, as a data loader computes it."""
+    s, p = (seed ^ (epoch * 0xD1B54A32D192ED03)) & M64, list(range(n))
+    for i in range(n - 1, 0, -1):
+        s = (s + 0x9E3779B97F4A7C15) & M64
+        z = ((s ^ (s >> 30)) * 0xBF58476D1CE4E5B9) & M64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+        j = ((z ^ (z >> 31)) * (i + 1)) >> 64
+        p[i], p[j] = p[j], p[i]
+    total = n // world * world if drop_last else -(-n // world) * world
+    p = p[:total] + [p[k % n] for k in range(max(0, total - n))]
+    return p[rank::world]
 
 
 def run_tests(seconds, configure, *options):

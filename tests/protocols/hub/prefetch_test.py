@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""The spoke's learning prefetcher (backend/hub/SPOKES.md, "Prefetching"),
+end to end: a hub and a spoke through the WAN emulator. A job declares the
+order it will read a dataset in — a seeded sampler over REST, an explicit
+list over REST, or the x-weft-sampler header of an S3 GET — and the spoke
+fetches those files before they are read: the reads afterwards find every
+chunk in the spoke's cache and send the hub no chunk request. A mount with
+the prefetcher off refuses hints; the experts' figures are on the REST view
+and in /metrics.
+
+    prefetch_test.py --weft PATH [unittest arguments]
+"""
+
+import os
+import sys
+import time
+import unittest
+
+import requests
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hubsite import Site, Spoke, hub_put, rest, run_tests, sampler_order  # noqa: E402
+
+WEFT = None
+DATASETS = "data/datasets/"
+FILES = 24
+
+
+def hub_chunk_calls(hub):
+    """Chunk requests the hub has answered (of one file or of several)."""
+    text = requests.get("http://%s/metrics" % hub.rest).text
+    total = 0.0
+    for line in text.splitlines():
+        for call in ("chunks", "dir_chunks"):
+            if line.startswith('weft_hub_requests_total{call="%s"}' % call):
+                total += float(line.rpartition(" ")[2])
+    return total
+
+
+class PrefetchTest(unittest.TestCase):
+    """One hub; each test a fresh spoke (what one job's abandoned hint did
+    to the sampler expert's record stays out of the next) reading its own
+    dataset directory."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.hub = Site(WEFT)
+        cls.data = {}
+        for d in ("seeded", "listed", "header"):
+            for i in range(FILES):
+                body = os.urandom(48 << 10)
+                cls.data["%s/%03d.bin" % (d, i)] = body
+                hub_put(cls.hub, DATASETS + "%s/%03d.bin" % (d, i), body)
+        cls.link = cls.hub.emulator("--rtt-ms", "40")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.hub.stop() == 0
+
+    def setUp(self):
+        self.spoke = Spoke(WEFT, self.hub, "http://" + self.link.address)
+        self.s3 = self.spoke.s3()
+        self.session = rest(self.spoke)
+
+    def tearDown(self):
+        self.session.close()
+        self.s3.close()
+        self.assertEqual(self.spoke.stop(), 0)
+
+    def mount(self):
+        r = self.session.get(self.spoke.url + "/api/v1/spokes")
+        self.assertEqual(r.status_code, 200, r.text)
+        return r.json()["spokes"][0]
+
+    def hint(self, body):
+        return self.session.post(self.spoke.url + "/api/v1/hints", json=body)
+
+    def sampler_bytes(self):
+        experts = {e["name"]: e for e in self.mount()["prefetch"]["experts"]}
+        return experts["sampler"]["fetched_bytes"]
+
+    def wait_cached(self, keys, since):
+        """Until the sampler expert has had `keys` fetched (`since`: its
+        figure before the hint) and the hub has answered them."""
+        want = since + sum(len(self.data[k]) for k in keys)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.sampler_bytes() >= want and self.settled():
+                return
+            time.sleep(0.1)
+        self.fail("not fetched ahead: %s" % self.mount())
+
+    def settled(self):
+        """No chunk request answered in the last half second."""
+        before = hub_chunk_calls(self.hub)
+        time.sleep(0.5)
+        return hub_chunk_calls(self.hub) == before
+
+    def read_all_hit(self, keys):
+        """Reads `keys` over S3: right bytes, every chunk found in the
+        spoke's cache (the hub may be sent requests meanwhile: what the
+        prefetcher fetches further ahead)."""
+        misses = self.mount()["cache"]["misses"]
+        for k in keys:
+            self.assertEqual(self.s3.get_object(Bucket="datasets", Key=k)["Body"].read(), self.data[k])
+        self.assertEqual(self.mount()["cache"]["misses"], misses)
+
+    def test_seeded_sampler_over_rest_is_fetched_ahead_in_order(self):
+        since = self.sampler_bytes()
+        r = self.hint({"path": DATASETS + "seeded", "seed": 7, "epoch": 0, "world_size": 2, "rank": 1})
+        self.assertEqual(r.status_code, 204, r.text)
+        keys = ["seeded/%03d.bin" % i for i in sampler_order(FILES, 7, 0, 2, 1)]
+        self.wait_cached(keys, since)
+        self.read_all_hit(keys)
+        # The same hint again changes nothing; the sampler expert is trusted.
+        self.assertEqual(self.hint({"path": DATASETS + "seeded", "seed": 7, "world_size": 2, "rank": 1}).status_code, 204)
+        experts = {e["name"]: e for e in self.mount()["prefetch"]["experts"]}
+        self.assertGreater(experts["sampler"]["used"], 0, experts)
+        metrics = requests.get(self.spoke.url + "/metrics").text
+        self.assertIn('weft_spoke_prefetch_weight{expert="sampler",mount="/datasets"}', metrics)
+        self.assertIn('weft_spoke_prefetch_fetched_bytes_total{expert="sampler",mount="/datasets"}', metrics)
+
+    def test_listed_order_over_rest_fetches_only_those_files(self):
+        names = ["%03d.bin" % i for i in (5, 17, 2, 11, 8)]
+        since = self.sampler_bytes()
+        r = self.hint({"path": DATASETS + "listed", "order": names})
+        self.assertEqual(r.status_code, 204, r.text)
+        keys = ["listed/" + n for n in names]
+        self.wait_cached(keys, since)
+        self.read_all_hit(keys)
+        # A file the order did not name was not fetched.
+        misses = self.mount()["cache"]["misses"]
+        self.assertEqual(self.s3.get_object(Bucket="datasets", Key="listed/000.bin")["Body"].read(),
+                         self.data["listed/000.bin"])
+        self.assertGreater(self.mount()["cache"]["misses"], misses)
+
+    def test_s3_header_declares_the_sampler(self):
+        order = ["header/%03d.bin" % i for i in sampler_order(FILES, 3, 1)]
+        headers = {"x-weft-sampler": "seed=3;epoch=1"}
+        since = self.sampler_bytes()
+
+        def add_header(request, **kwargs):
+            for name, value in headers.items():
+                request.headers[name] = value
+
+        self.s3.meta.events.register("before-sign.s3.GetObject", add_header)
+        try:
+            body = self.s3.get_object(Bucket="datasets", Key=order[0])["Body"].read()
+        finally:
+            self.s3.meta.events.unregister("before-sign.s3.GetObject", add_header)
+        self.assertEqual(body, self.data[order[0]])
+        self.wait_cached(order[1:], since)
+        self.read_all_hit(order[1:])
+
+    def test_bad_hints_are_refused(self):
+        for body, status in (({"path": DATASETS + "seeded"}, 400),
+                             ({"path": DATASETS + "seeded", "seed": 1, "order": ["000.bin"]}, 400),
+                             ({"path": DATASETS + "seeded", "seed": 1, "world_size": 2, "rank": 2}, 400),
+                             ({"path": DATASETS + "listed", "order": ["missing.bin"]}, 404),
+                             ({"path": "data/not-a-spoke", "seed": 1}, 404)):
+            with self.subTest(body=body):
+                r = self.hint(body)
+                self.assertEqual(r.status_code, status, r.text)
+
+        def add_header(request, **kwargs):
+            request.headers["x-weft-sampler"] = "seed=x"
+
+        self.s3.meta.events.register("before-sign.s3.GetObject", add_header)
+        try:
+            with self.assertRaises(Exception) as e:
+                self.s3.get_object(Bucket="datasets", Key="seeded/000.bin")
+            self.assertIn("InvalidArgument", str(e.exception))
+        finally:
+            self.s3.meta.events.unregister("before-sign.s3.GetObject", add_header)
+
+
+class PrefetchOffTest(unittest.TestCase):
+    def test_a_mount_without_the_prefetcher_refuses_hints(self):
+        hub = Site(WEFT)
+        spoke = None
+        try:
+            hub_put(hub, DATASETS + "d/a.bin", b"a")
+            spoke = Spoke(WEFT, hub, "http://" + hub.rest, prefetch=False)
+            with rest(spoke) as s:
+                r = s.post(spoke.url + "/api/v1/hints", json={"path": DATASETS + "d", "seed": 1})
+                self.assertEqual(r.status_code, 409, r.text)
+                self.assertEqual(r.json()["error"]["code"], "prefetch_off")
+                m = s.get(spoke.url + "/api/v1/spokes").json()["spokes"][0]
+                self.assertEqual(m["prefetch"], {"enabled": False, "experts": []})
+        finally:
+            for site in (spoke, hub):
+                if site:
+                    self.assertEqual(site.stop(), 0)
+
+
+def configure(args):
+    global WEFT
+    WEFT = args.weft
+
+
+if __name__ == "__main__":
+    run_tests(150, configure)
