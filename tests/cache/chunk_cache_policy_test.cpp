@@ -9,21 +9,15 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
-#include <random>
 
 #include "../support/temp_dir.hpp"
+#include "test_chunks.hpp"
 
 namespace asio = boost::asio;
 using namespace weft::cache;
+using weft::cache::test::chunk;
 
 namespace {
-
-std::string chunk(unsigned seed, std::size_t n = 1000) {
-  std::mt19937 rng(seed);
-  std::string s(n, '\0');
-  for (auto& c : s) c = static_cast<char>(rng());
-  return s;
-}
 
 learn::Time now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())

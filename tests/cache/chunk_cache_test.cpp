@@ -7,7 +7,6 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <doctest/doctest.h>
-#include <openssl/sha.h>
 
 #include <atomic>
 #include <filesystem>
@@ -18,26 +17,11 @@
 #include <unistd.h>
 
 #include "../support/temp_dir.hpp"
+#include "test_chunks.hpp"
 
 namespace asio = boost::asio;
 using namespace weft::cache;
-
-namespace {
-
-Digest digest_of(const std::string& s) {
-  Digest d;
-  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d.data());
-  return d;
-}
-
-std::string chunk(unsigned seed, std::size_t n = 1000) {
-  std::mt19937 rng(seed);
-  std::string s(n, '\0');
-  for (auto& c : s) c = static_cast<char>(rng());
-  return s;
-}
-
-}  // namespace
+using weft::cache::test::chunk;
 
 TEST_CASE("chunk cache: RAM within its budget, victims move to the SSD tier and come back verified") {
   weft::test::TempDir dir;
@@ -48,11 +32,11 @@ TEST_CASE("chunk cache: RAM within its budget, victims move to the SSD tier and 
   auto cache = ChunkCache::open(o);
   REQUIRE(cache.has_value());
   auto& c = **cache;
-  for (unsigned i = 0; i < 8; ++i) REQUIRE(c.put(digest_of(chunk(i)), chunk(i)));
+  for (unsigned i = 0; i < 8; ++i) REQUIRE(c.put(sha256(chunk(i)), chunk(i)));
   // A chunk that is not what its name says is refused.
-  CHECK_FALSE(c.put(digest_of(chunk(100)), chunk(101)));
+  CHECK_FALSE(c.put(sha256(chunk(100)), chunk(101)));
   // Stored once, however often put.
-  REQUIRE(c.put(digest_of(chunk(7)), chunk(7)));
+  REQUIRE(c.put(sha256(chunk(7)), chunk(7)));
   auto s = c.stats();
   CHECK(s.ram_bytes <= 3000);
   CHECK(s.ram_chunks == 3);
@@ -61,24 +45,24 @@ TEST_CASE("chunk cache: RAM within its budget, victims move to the SSD tier and 
   CHECK(s.evictions == 0);
   // The newest are in RAM, the next in SSD files; holds() says which
   // without reading them.
-  CHECK(c.holds(digest_of(chunk(7))) == ChunkCache::Held::ram);
-  CHECK(c.holds(digest_of(chunk(3))) == ChunkCache::Held::ssd);
-  CHECK(c.holds(digest_of(chunk(100))) == ChunkCache::Held::no);
+  CHECK(c.holds(sha256(chunk(7))) == ChunkCache::Held::ram);
+  CHECK(c.holds(sha256(chunk(3))) == ChunkCache::Held::ssd);
+  CHECK(c.holds(sha256(chunk(100))) == ChunkCache::Held::no);
   CHECK(c.stats().ssd_hits == 0);
-  auto hot = c.get(digest_of(chunk(7)));
+  auto hot = c.get(sha256(chunk(7)));
   REQUIRE(hot);
   CHECK(*hot == chunk(7));
-  auto warm = c.get(digest_of(chunk(2)));
+  auto warm = c.get(sha256(chunk(2)));
   REQUIRE(warm);
   CHECK(*warm == chunk(2));
   s = c.stats();
   CHECK(s.ram_hits == 1);
   CHECK(s.ssd_hits == 1);
   // One more pushes the oldest out of the last tier.
-  REQUIRE(c.put(digest_of(chunk(8)), chunk(8)));
-  REQUIRE(c.put(digest_of(chunk(9)), chunk(9)));
+  REQUIRE(c.put(sha256(chunk(8)), chunk(8)));
+  REQUIRE(c.put(sha256(chunk(9)), chunk(9)));
   CHECK(c.stats().evictions >= 1);
-  CHECK_FALSE(c.get(digest_of(chunk(0))));
+  CHECK_FALSE(c.get(sha256(chunk(0))));
 
   // Damaged SSD records are dropped, never returned: every segment file is
   // overwritten; what still comes back is from RAM and right.
@@ -92,7 +76,7 @@ TEST_CASE("chunk cache: RAM within its budget, victims move to the SSD tier and 
   const auto ram_chunks = c.stats().ram_chunks;
   int returned = 0;
   for (unsigned i = 0; i < 10; ++i) {
-    if (auto got = c.get(digest_of(chunk(i)))) {
+    if (auto got = c.get(sha256(chunk(i)))) {
       CHECK(*got == chunk(i));
       ++returned;
     }
@@ -110,7 +94,7 @@ TEST_CASE("chunk cache: the SSD tier survives a restart") {
   {
     auto c = ChunkCache::open(o);
     REQUIRE(c.has_value());
-    for (unsigned i = 0; i < 5; ++i) REQUIRE((*c)->put(digest_of(chunk(i)), chunk(i)));
+    for (unsigned i = 0; i < 5; ++i) REQUIRE((*c)->put(sha256(chunk(i)), chunk(i)));
   }
   // A crash left half a record at the end of the newest segment, and
   // something else lies in the directory.
@@ -125,15 +109,15 @@ TEST_CASE("chunk cache: the SSD tier survives a restart") {
   CHECK(std::filesystem::file_size(newest) == whole_size);
   CHECK_FALSE(std::filesystem::exists(o.ssd_dir / "stray"));
   for (unsigned i = 0; i < 4; ++i) {
-    auto got = (*again)->get(digest_of(chunk(i)));
+    auto got = (*again)->get(sha256(chunk(i)));
     REQUIRE(got);
     CHECK(*got == chunk(i));
   }
   CHECK((*again)->stats().corrupt == 0);
   // Writing goes on in new segments.
-  for (unsigned i = 10; i < 15; ++i) REQUIRE((*again)->put(digest_of(chunk(i)), chunk(i)));
-  CHECK((*again)->holds(digest_of(chunk(10))) == ChunkCache::Held::ssd);
-  CHECK(*(*again)->get(digest_of(chunk(10))) == chunk(10));
+  for (unsigned i = 10; i < 15; ++i) REQUIRE((*again)->put(sha256(chunk(i)), chunk(i)));
+  CHECK((*again)->holds(sha256(chunk(10))) == ChunkCache::Held::ssd);
+  CHECK(*(*again)->get(sha256(chunk(10))) == chunk(10));
 }
 
 TEST_CASE("chunk cache: the SSD tier keeps chunks in segments within its budget; chunks read again stay longest") {
@@ -145,9 +129,9 @@ TEST_CASE("chunk cache: the SSD tier keeps chunks in segments within its budget;
   auto cache = ChunkCache::open(o);
   REQUIRE(cache.has_value());
   auto& c = **cache;
-  const Digest kept = digest_of(chunk(0, 1024));
+  const Digest kept = sha256(chunk(0, 1024));
   for (unsigned i = 0; i < 2000; ++i) {
-    REQUIRE(c.put(digest_of(chunk(i, 1024)), chunk(i, 1024)));
+    REQUIRE(c.put(sha256(chunk(i, 1024)), chunk(i, 1024)));
     // One chunk is read now and then: it must outlive the others of its time.
     if (i % 20 == 10) {
       auto got = c.get(kept);
@@ -165,8 +149,8 @@ TEST_CASE("chunk cache: the SSD tier keeps chunks in segments within its budget;
   std::size_t files = 0;
   for ([[maybe_unused]] auto& f : std::filesystem::directory_iterator(o.ssd_dir)) ++files;
   CHECK(files * 4 < s.ssd_chunks);
-  CHECK_FALSE(c.get(digest_of(chunk(1, 1024))));  // old and never read again
-  CHECK(c.get(digest_of(chunk(1999, 1024))));
+  CHECK_FALSE(c.get(sha256(chunk(1, 1024))));  // old and never read again
+  CHECK(c.get(sha256(chunk(1999, 1024))));
 }
 
 TEST_CASE("chunk cache: concurrent readers and writers across eviction only ever get the right bytes") {
@@ -182,7 +166,7 @@ TEST_CASE("chunk cache: concurrent readers and writers across eviction only ever
   std::vector<Digest> digests;
   for (unsigned i = 0; i < 400; ++i) {
     chunks.push_back(chunk(i, 2000 + i * 10));
-    digests.push_back(digest_of(chunks.back()));
+    digests.push_back(sha256(chunks.back()));
   }
   std::atomic<int> wrong{0}, found{0};
   std::vector<std::thread> threads;
@@ -225,7 +209,7 @@ TEST_CASE("chunk cache: concurrent misses of one chunk run one fetch; errors and
   asio::io_context io;
   std::atomic<int> fetches{0};
   const std::string content = chunk(42, 5000);
-  const Digest d = digest_of(content);
+  const Digest d = sha256(content);
   // A slow fetch: every caller arrives while it runs.
   ChunkCache::Fetch slow = [&]() -> asio::awaitable<Result<std::string>> {
     fetches++;
@@ -254,7 +238,7 @@ TEST_CASE("chunk cache: concurrent misses of one chunk run one fetch; errors and
   CHECK(fetches == 1);
 
   // A failed fetch fails every waiter, and the next miss fetches again.
-  const Digest other = digest_of("other");
+  const Digest other = sha256("other");
   int failed = 0;
   ChunkCache::Fetch broken = [&]() -> asio::awaitable<Result<std::string>> {
     fetches++;
@@ -294,7 +278,7 @@ TEST_CASE("chunk cache: a fetch that checked its bytes itself is stored as it ca
   asio::io_context io;
   int fetches = 0;
   const std::string content = chunk(7, 3000);
-  const Digest d = digest_of(content);
+  const Digest d = sha256(content);
   ChunkCache::Fetch checked = [&]() -> asio::awaitable<Result<std::string>> {
     fetches++;
     co_return content;
@@ -319,8 +303,8 @@ TEST_CASE("chunk cache: a named chunk is stored under its content's digest, thro
   o.ssd_dir = dir / "chunks";
   o.ssd_bytes = 100000;
   const std::string content = chunk(9, 2000);
-  const Digest name = digest_of("a name, not the content");
-  const Digest alias = digest_of("another name of the same bytes");
+  const Digest name = sha256("a name, not the content");
+  const Digest alias = sha256("another name of the same bytes");
   int fetches = 0;
   ChunkCache::Fetch fetch = [&]() -> asio::awaitable<Result<std::string>> {
     fetches++;
@@ -345,7 +329,7 @@ TEST_CASE("chunk cache: a named chunk is stored under its content's digest, thro
     CHECK(fetches == 1);
     // Stored by content: the name is followed, the content found by its digest.
     CHECK(c.holds(name) == ChunkCache::Held::ram);
-    CHECK(c.get(digest_of(content)));
+    CHECK(c.get(sha256(content)));
     CHECK_FALSE(c.get(name));
     // Another name of the same bytes is fetched once and stored once.
     REQUIRE(run(c, alias, fetch).has_value());
@@ -353,7 +337,7 @@ TEST_CASE("chunk cache: a named chunk is stored under its content's digest, thro
     CHECK(c.stats().ram_chunks == 1);
     // Pushed down to the SSD tier, it reads back verified (a file named by
     // the name would not) and is not fetched again.
-    for (unsigned i = 0; i < 3; ++i) REQUIRE(c.put(digest_of(chunk(20 + i)), chunk(20 + i)));
+    for (unsigned i = 0; i < 3; ++i) REQUIRE(c.put(sha256(chunk(20 + i)), chunk(20 + i)));
     CHECK(c.holds(name) == ChunkCache::Held::ssd);
     auto again = run(c, name, fetch);
     REQUIRE(again.has_value());
@@ -365,7 +349,7 @@ TEST_CASE("chunk cache: a named chunk is stored under its content's digest, thro
   // fetch learns it again.
   auto cache = ChunkCache::open(o);
   REQUIRE(cache.has_value());
-  CHECK((*cache)->holds(digest_of(content)) == ChunkCache::Held::ssd);
+  CHECK((*cache)->holds(sha256(content)) == ChunkCache::Held::ssd);
   CHECK((*cache)->holds(name) == ChunkCache::Held::no);
   REQUIRE(run(**cache, name, fetch).has_value());
   CHECK(fetches == 3);
