@@ -115,7 +115,7 @@ class MountResidency final : public learn::Residency {
  public:
   MountResidency(State& st, Mount& m, Learner& l) : st_(st), m_(m), l_(l) {}
   // `refresh` is what resident chunks of a trusted prediction should be
-  // told; the chunk cache takes outlooks through chunk_outlook().
+  // told; not passed on yet (the reads' chunks take chunk_outlook()).
   bool covered(learn::FileId file, std::uint64_t offset, std::uint64_t length, const learn::Outlook&) override {
     if (l_.in_flight.contains(file)) return true;
     const std::uint64_t end = length ? offset + length : l_.catalog.size(file);
@@ -328,7 +328,14 @@ learn::Outlook chunk_outlook(Mount& m, const std::string& path, std::uint64_t of
   std::lock_guard lock(l.mu);
   auto id = l.catalog.find(path);
   if (!id) return learn::Outlook::unknown();
-  return l.ensemble.outlook(*id, offset, l.now());
+  learn::Outlook o = l.ensemble.outlook(*id, offset, l.now());
+  // The ensemble counts from the learner's origin, the chunk cache from the
+  // steady clock's epoch.
+  const learn::Time origin =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(l.origin.time_since_epoch()).count();
+  if (o.expected != learn::kNever) o.expected += origin;
+  if (o.deadline != learn::kNever) o.deadline += origin;
+  return o;
 }
 
 std::vector<SpokeExpertStats> learn_stats(Mount& m) {

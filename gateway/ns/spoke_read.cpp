@@ -152,22 +152,26 @@ struct BatchSlot {
   std::size_t index = 0;
 };
 
-// `reader`: a read of the mount's to record (null: a prefetch, or not recording).
+// `outlook`: when the prefetcher expects the chunk to be read next (for the
+// cache's admission); `reader`: a read of the mount's to record (null: a
+// prefetch, or not recording).
 asio::awaitable<cache::Result<cache::Bytes>> get_chunk(std::shared_ptr<cache::ChunkCache> chunks, BatchSlot slot,
+                                                       cache::learn::Outlook outlook = cache::learn::Outlook::unknown(),
                                                        const cache::ChunkCache::Reader* reader = nullptr) {
   const cache::Digest digest = slot.batch->refs[slot.index].digest;
   cache::ChunkCache::Fetch fetch = [slot] { return fetch_from_batch(slot.batch, slot.index); };
   const auto as = slot.batch->client->chunk_names() == hub::Remote::ChunkNames::named ? cache::ChunkCache::Fetched::named
                                                                                        : cache::ChunkCache::Fetched::checked;
-  auto op = chunks->get_or_fetch(digest, std::move(fetch), as, cache::learn::Outlook::unknown(), reader);
+  auto op = chunks->get_or_fetch(digest, std::move(fetch), as, outlook, reader);
   co_return co_await std::move(op);
 }
 
 // `until_done` is held until the chunk is in (or failed): the last holder
 // of a fetch's chunks tells whoever waits for all of them.
 asio::awaitable<void> prefetch_chunk(std::shared_ptr<cache::ChunkCache> chunks, BatchSlot slot,
-                                     std::shared_ptr<const void> until_done) {
-  auto op = get_chunk(std::move(chunks), std::move(slot));
+                                     std::shared_ptr<const void> until_done,
+                                     cache::learn::Outlook outlook = cache::learn::Outlook::unknown()) {
+  auto op = get_chunk(std::move(chunks), std::move(slot), outlook);
   co_await std::move(op);  // a failure is the reader's to see when it gets there
 }
 
@@ -585,7 +589,9 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
   }
   for (std::size_t i = first + 1; i < ahead_to; ++i)
     if (slots[i - first].batch)
-      asio::co_spawn(st.executor, prefetch_chunk(st.chunks, slots[i - first], nullptr), asio::detached);
+      asio::co_spawn(st.executor,
+                     prefetch_chunk(st.chunks, slots[i - first], nullptr, chunk_outlook(m, path, chunks[i].offset)),
+                     asio::detached);
   // A chunk named by its content that a tier holds is taken from the cache
   // as it is, without a batch or a coroutine (a warm read's every chunk).
   const bool by_content = m.client->chunk_names() == hub::Remote::ChunkNames::verified;
@@ -594,16 +600,21 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
   for (std::size_t i = first; i < last; ++i) {
     const wire::ChunkRef& c = chunks[i];
     BatchSlot slot = slots[i - first];
+    // The chunk's next use as the prefetcher sees it (this read is not yet
+    // observed), for the RAM tier's policy.
+    const cache::learn::Outlook outlook = chunk_outlook(m, path, c.offset);
     cache::Bytes bytes;
-    if (!slot.batch && by_content && !trace && st.chunks->holds(c.digest) != cache::ChunkCache::Held::no)
+    if (!slot.batch && by_content && !trace && st.chunks->holds(c.digest) != cache::ChunkCache::Held::no) {
       bytes = st.chunks->get(c.digest);
+      if (bytes && outlook.kind != cache::learn::Outlook::Kind::unknown) st.chunks->expect(c.digest, outlook);
+    }
     if (!bytes) {
       if (!slot.batch) {  // in flight, or evicted or failed since: then on its own
         slot.batch = new_batch();
         slot.index = slot.batch->add(name, man->version, c);
       }
       const cache::ChunkCache::Reader reader{trace.get(), client, path, man->version, c.offset};
-      auto op = get_chunk(st.chunks, std::move(slot), trace ? &reader : nullptr);
+      auto op = get_chunk(st.chunks, std::move(slot), outlook, trace ? &reader : nullptr);
       auto got = co_await std::move(op);
       if (!got) co_return got.error();
       bytes = std::move(*got);

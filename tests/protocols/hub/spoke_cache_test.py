@@ -51,8 +51,9 @@ class PinTest(unittest.TestCase):
         for name, body in {**cls.pinned, **cls.other}.items():
             hub_put(cls.hub, "data/datasets/" + name, body)
         # RAM 256 KiB, SSD 1 MiB: the other files are twice the whole cache.
+        # No learning prefetcher: the figures count the reads' own misses.
         cls.spoke = Spoke(WEFT, cls.hub, cls.hub.url, protocols=SPOKE,
-                          spoke_cache={"ram_bytes": 256 * KIB, "ssd_bytes": 1 << 20})
+                          spoke_cache={"ram_bytes": 256 * KIB, "ssd_bytes": 1 << 20}, prefetch=False)
         cls.s = rest(cls.spoke)
 
     @classmethod
@@ -197,7 +198,9 @@ class StatsTraceTest(unittest.TestCase):
         files = {"t/f%d.bin" % i: os.urandom(256 * KIB) for i in range(8)}
         for name, body in files.items():
             hub_put(hub, "data/datasets/" + name, body)
-        spoke = Spoke(WEFT, hub, hub.url, protocols=SPOKE, spoke_cache={"ram_bytes": 256 * KIB, "ssd_bytes": 1 << 20})
+        # No learning prefetcher: the figures count the reads' own misses.
+        spoke = Spoke(WEFT, hub, hub.url, protocols=SPOKE, spoke_cache={"ram_bytes": 256 * KIB, "ssd_bytes": 1 << 20},
+                      prefetch=False)
         self.addCleanup(spoke.stop)
         s = rest(spoke)
         self.addCleanup(s.close)
