@@ -678,6 +678,7 @@ Task<Handle> Spokes::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
   if (!flags.snapshot) co_await catch_up(*w->mount, w->shadow.hub_ino);
   auto a = co_await getattr(ctx, ino);
   if (!a) co_return a.error();
+  const std::uint64_t opened_version = a->version;
   if (a->type == FileType::directory) co_return Errc::is_dir;
   if (a->type != FileType::regular) co_return Errc::invalid;
   if (flags.read) {
@@ -691,6 +692,18 @@ Task<Handle> Spokes::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
   of->path = w->mount->hub_path(w->shadow.path);
   auto op = hub_manifest(*w->mount, w->shadow, flags.truncate ? 0 : a->version);
   auto man = co_await std::move(op);
+  if (!man && man.error() == make_error_code(Errc::stale) && !flags.truncate) {
+    // The file changed between its attributes and its manifest (a change
+    // the feed or the poll has not brought yet): once more, afresh.
+    co_await catch_up(*w->mount, w->shadow.hub_ino);
+    a = co_await getattr(ctx, ino);
+    if (!a) co_return a.error();
+    if (a->type != FileType::regular) co_return Errc::stale;
+    if (a->version != opened_version) {
+      auto again = hub_manifest(*w->mount, w->shadow, a->version);
+      man = co_await std::move(again);
+    }
+  }
   if (!man) co_return man.error();
   of->manifest = std::move(*man);
   if (flags.write) {  // last: nothing after it fails
