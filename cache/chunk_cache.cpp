@@ -146,9 +146,9 @@ void ChunkCache::demote(std::vector<std::pair<Digest, Bytes>> victims) {
   stats_.evictions += victims.size();
 }
 
-Bytes ChunkCache::get(const Digest& d) {
+Bytes ChunkCache::get(const Digest& d, const learn::Outlook& outlook) {
   Held found;
-  return lookup(d, learn::Outlook::unknown(), found);
+  return lookup(d, outlook, found);
 }
 
 Bytes ChunkCache::lookup(const Digest& d, const learn::Outlook& outlook, Held& found) {

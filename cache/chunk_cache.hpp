@@ -85,8 +85,9 @@ class ChunkCache {
   static Result<std::unique_ptr<ChunkCache>> open(ChunkCacheOptions options);
   ~ChunkCache();
 
-  // A cached chunk (RAM, else SSD, then promoted to RAM), or null.
-  Bytes get(const Digest& digest);
+  // A cached chunk (RAM, else SSD, then promoted to RAM), or null;
+  // `outlook` as for get_or_fetch.
+  Bytes get(const Digest& digest, const learn::Outlook& outlook = learn::Outlook::unknown());
   // Which tier holds a chunk, or the content a name stands for, without
   // reading it (an SSD record may still turn out damaged when read).
   enum class Held { no, ram, ssd };

@@ -604,10 +604,8 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
     // observed), for the RAM tier's policy.
     const cache::learn::Outlook outlook = chunk_outlook(m, path, c.offset);
     cache::Bytes bytes;
-    if (!slot.batch && by_content && !trace && st.chunks->holds(c.digest) != cache::ChunkCache::Held::no) {
-      bytes = st.chunks->get(c.digest);
-      if (bytes && outlook.kind != cache::learn::Outlook::Kind::unknown) st.chunks->expect(c.digest, outlook);
-    }
+    if (!slot.batch && by_content && !trace && st.chunks->holds(c.digest) != cache::ChunkCache::Held::no)
+      bytes = st.chunks->get(c.digest, outlook);
     if (!bytes) {
       if (!slot.batch) {  // in flight, or evicted or failed since: then on its own
         slot.batch = new_batch();
