@@ -90,6 +90,8 @@ std::pair<std::string, std::string> split_leaf(std::string_view path) {
   return {std::string(path.substr(0, slash)), std::string(path.substr(slash + 1))};
 }
 
+class ChunksOnWire;
+
 // Chunks fetched in one request: of one file (a reader's consecutive
 // misses, by `chunks`) or of several files of one directory (fetched
 // ahead, by `dir_chunks`). Each chunk's cache miss handler waits for the
@@ -97,14 +99,23 @@ std::pair<std::string, std::string> split_leaf(std::string_view path) {
 // many readers wait for its chunks.
 struct ChunkBatch {
   std::shared_ptr<hub::Remote> client;
-  std::string dir;                     // the hub directory of the files
-  std::vector<hub::FileChunks> files;  // by name, each with its chunks
-  std::vector<wire::ChunkRef> refs;    // every chunk, file by file: what a slot indexes
+  std::shared_ptr<cache::ChunkCache> chunks;
+  std::shared_ptr<ChunksOnWire> on_wire;  // the mount's
+  std::string dir;                        // the hub directory of the files
+  std::vector<hub::FileChunks> files;     // by name, each with its chunks
+  std::vector<wire::ChunkRef> refs;       // every chunk, file by file: what a slot indexes
+  std::vector<std::size_t> file_of;       // each ref's index in `files`
   std::mutex mu;
   bool started = false;            // guarded by mu
   Errc error = Errc::ok;           // guarded by mu
   std::vector<std::string> bytes;  // guarded by mu
+  std::vector<bool> not_asked;     // guarded by mu: refs cached already when the batch was sent
   Flight fetched;
+
+  ChunkBatch() = default;
+  ChunkBatch(const ChunkBatch&) = delete;
+  ChunkBatch& operator=(const ChunkBatch&) = delete;
+  ~ChunkBatch();
 
   // Before the batch is shared: one more chunk (of `name` at `version`).
   std::size_t add(const std::string& name, std::uint64_t version, const wire::ChunkRef& c) {
@@ -112,9 +123,129 @@ struct ChunkBatch {
       files.push_back(hub::FileChunks{name, version, {}});
     files.back().chunks.push_back(c);
     refs.push_back(c);
+    file_of.push_back(files.size() - 1);
     return refs.size() - 1;
   }
 };
+
+// Which batch has each chunk of a mount on the wire or just in. Batches
+// overlap — a reader's misses, the directory readahead, the learning
+// prefetcher, a warm job — and the chunk cache's single flight covers only
+// the chunks whose miss started a batch, not the rest the batch asks for:
+// so a batch about to be sent claims the chunks no batch has and the cache
+// does not hold, and takes the others from the batch that has them. A
+// batch keeps its claims until it is gone, which is after its chunks went
+// into the cache. A chunk crosses the link once however many batches list
+// it, or however often one file repeats it.
+class ChunksOnWire {
+ public:
+  struct Source {
+    std::shared_ptr<ChunkBatch> batch;  // null: the claiming batch asks for it (or, not_asked, nobody)
+    std::size_t index = 0;              // in batch->refs
+  };
+  // One per chunk of `b`; sets b->not_asked. A batch only waits for
+  // batches that claimed before it, so waits cannot go round in a circle.
+  std::vector<Source> claim(const std::shared_ptr<ChunkBatch>& b) {
+    std::vector<Source> sources(b->refs.size());
+    std::vector<bool> not_asked(b->refs.size());
+    {
+      std::lock_guard lock(mu_);
+      for (std::size_t i = 0; i < b->refs.size(); ++i) {
+        const cache::Digest& d = b->refs[i].digest;
+        if (auto it = claims_.find(d); it != claims_.end()) {
+          sources[i] = {it->second.batch.lock(), it->second.index};  // alive: ~ChunkBatch erases it first
+          continue;
+        }
+        if (b->chunks->holds(d) != cache::ChunkCache::Held::no) {
+          not_asked[i] = true;
+          continue;
+        }
+        claims_.emplace(d, Claim{b, b.get(), i});
+      }
+    }
+    std::lock_guard lock(b->mu);
+    b->not_asked = std::move(not_asked);
+    return sources;
+  }
+  // `b` is gone: its chunks are in the cache (or failed).
+  void release(const ChunkBatch* b) {
+    std::lock_guard lock(mu_);
+    for (const auto& r : b->refs)
+      if (auto it = claims_.find(r.digest); it != claims_.end() && it->second.owner == b) claims_.erase(it);
+  }
+
+ private:
+  struct Claim {
+    std::weak_ptr<ChunkBatch> batch;
+    const ChunkBatch* owner;  // what `batch` pointed to, for release()
+    std::size_t index;
+  };
+  std::mutex mu_;
+  std::unordered_map<cache::Digest, Claim, cache::DigestHash> claims_;  // guarded by mu_
+};
+
+ChunkBatch::~ChunkBatch() {
+  if (on_wire) on_wire->release(this);
+}
+
+// Sends the part of a batch it claimed (ChunksOnWire) and takes the rest
+// from the batches that have it; then wakes whoever waits for the batch.
+asio::awaitable<void> run_batch(std::shared_ptr<ChunkBatch> b) {
+  const auto sources = b->on_wire->claim(b);
+  std::vector<bool> not_asked;
+  {
+    std::lock_guard lock(b->mu);
+    not_asked = b->not_asked;
+  }
+  // What this batch asks for itself, file by file as the batch lists them.
+  std::vector<hub::FileChunks> files;
+  std::vector<std::size_t> asked;  // their indexes in b->refs
+  for (std::size_t i = 0; i < b->refs.size(); ++i) {
+    if (sources[i].batch || not_asked[i]) continue;
+    const auto& f = b->files[b->file_of[i]];
+    if (files.empty() || files.back().name != f.name || files.back().version != f.version)
+      files.push_back(hub::FileChunks{f.name, f.version, {}});
+    files.back().chunks.push_back(b->refs[i]);
+    asked.push_back(i);
+  }
+  Errc error = Errc::ok;
+  std::vector<std::string> bytes(b->refs.size());
+  if (!files.empty()) {
+    auto op = files.size() == 1 ? b->client->fetch(join(b->dir, files[0].name), files[0].version, files[0].chunks)
+                                : b->client->fetch_files(b->dir, files);
+    auto r = co_await std::move(op);
+    if (!r) {
+      spdlog::debug("spoke: fetching chunks of {} files in {} failed: {}", files.size(), b->dir, r.error().message);
+      error = errc_of_hub(r.error());
+    } else if (r->size() != asked.size()) {
+      error = Errc::io;
+    } else {
+      for (std::size_t k = 0; k < asked.size(); ++k) bytes[asked[k]] = std::move((*r)[k]);
+    }
+  }
+  for (std::size_t k = 0; k < sources.size() && error == Errc::ok; ++k) {
+    const auto& from = sources[k].batch;
+    if (!from) continue;
+    if (from == b) {  // repeated within this batch
+      bytes[k] = bytes[sources[k].index];
+      continue;
+    }
+    co_await from->fetched.wait();
+    std::lock_guard lock(from->mu);
+    if (from->error != Errc::ok)
+      error = from->error;
+    else if (from->not_asked.empty() || from->not_asked[sources[k].index])
+      error = Errc::io;  // cannot be: a claim is asked for
+    else
+      bytes[k] = from->bytes[sources[k].index];
+  }
+  {
+    std::lock_guard lock(b->mu);
+    b->error = error;
+    if (error == Errc::ok) b->bytes = std::move(bytes);
+  }
+  b->fetched.finish();
+}
 
 // Chunk `i` of a batch (the chunk cache's miss handler).
 asio::awaitable<cache::Result<std::string>> fetch_from_batch(std::shared_ptr<ChunkBatch> b, std::size_t i) {
@@ -124,27 +255,23 @@ asio::awaitable<cache::Result<std::string>> fetch_from_batch(std::shared_ptr<Chu
     lead = !std::exchange(b->started, true);
   }
   if (lead) {
-    auto op = b->files.size() == 1
-                  ? b->client->fetch(join(b->dir, b->files[0].name), b->files[0].version, b->files[0].chunks)
-                  : b->client->fetch_files(b->dir, b->files);
-    auto r = co_await std::move(op);
-    if (!r) spdlog::debug("spoke: fetching chunks of {} files in {} failed: {}", b->files.size(), b->dir, r.error().message);
-    {
-      std::lock_guard lock(b->mu);
-      if (!r)
-        b->error = errc_of_hub(r.error());
-      else if (r->size() != b->refs.size())
-        b->error = Errc::io;
-      else
-        b->bytes = std::move(*r);
-    }
-    b->fetched.finish();
+    auto op = run_batch(b);
+    co_await std::move(op);
   } else {
     co_await b->fetched.wait();
   }
-  std::lock_guard lock(b->mu);
-  if (b->error != Errc::ok) co_return make_error_code(b->error);
-  co_return b->bytes[i];
+  {
+    std::lock_guard lock(b->mu);
+    if (b->error != Errc::ok) co_return make_error_code(b->error);
+    if (!b->not_asked[i]) co_return b->bytes[i];
+  }
+  // Cached when the batch was sent and evicted since: asked for alone.
+  const auto& f = b->files[b->file_of[i]];
+  auto op = b->client->fetch(join(b->dir, f.name), f.version, {b->refs[i]});
+  auto r = co_await std::move(op);
+  if (!r) co_return make_error_code(errc_of_hub(r.error()));
+  if (r->size() != 1) co_return make_error_code(Errc::io);
+  co_return std::move(r->front());
 }
 
 struct BatchSlot {
@@ -216,6 +343,8 @@ struct ReadAhead {
   double rate = 0;
   std::uint64_t sampled_bytes = 0;
   std::chrono::steady_clock::time_point sampled_at{};
+  // Every batch of the mount's is sent through it.
+  std::shared_ptr<ChunksOnWire> on_wire = std::make_shared<ChunksOnWire>();
 };
 
 }  // namespace spoke_detail
@@ -226,6 +355,17 @@ namespace {
 ReadAhead& read_ahead(Mount& m) {
   if (!m.read_ahead) m.read_ahead = std::make_shared<ReadAhead>();
   return *m.read_ahead;
+}
+
+// An empty batch of chunks of files in `dir` (a hub path).
+std::shared_ptr<ChunkBatch> new_batch(State& st, Mount& m, std::string dir) {
+  auto b = std::make_shared<ChunkBatch>();
+  b->client = m.client;
+  b->chunks = st.chunks;
+  b->dir = std::move(dir);
+  std::lock_guard lock(m.mu);
+  b->on_wire = read_ahead(m).on_wire;
+  return b;
 }
 
 // A small call took `seconds`: the round trip estimate follows it up
@@ -394,9 +534,7 @@ asio::awaitable<void> fetch_chunks_ahead(std::shared_ptr<State> st, Mount* m, st
     co_await std::move(op);
   }
   for (auto& w : waits) co_await w->wait();
-  auto batch = std::make_shared<ChunkBatch>();
-  batch->client = m->client;
-  batch->dir = dir;
+  auto batch = new_batch(*st, *m, dir);
   std::set<cache::Digest> seen;
   for (auto& f : files) {
     if (!f.manifest) {
@@ -564,12 +702,6 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
   const auto dir_and_name = split_leaf(path);
   const std::string& dir = dir_and_name.first;
   const std::string& name = dir_and_name.second;
-  auto new_batch = [&] {
-    auto b = std::make_shared<ChunkBatch>();
-    b->client = m.client;
-    b->dir = dir;
-    return b;
-  };
   // Batches of consecutive chunks neither cached nor asked for already
   // (whether a tier holds one is asked without reading it).
   std::vector<BatchSlot> slots(ahead_to - first);
@@ -581,7 +713,7 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
       continue;
     }
     if (!batch || batch_bytes + chunks[i].length > kBatchBytes) {
-      batch = new_batch();
+      batch = new_batch(st, m, dir);
       batch_bytes = 0;
     }
     slots[i - first] = {batch, batch->add(name, man->version, chunks[i])};
@@ -608,7 +740,7 @@ asio::awaitable<Result<std::size_t>> read_chunks(State& st, Mount& m, std::strin
       bytes = st.chunks->get(c.digest, outlook);
     if (!bytes) {
       if (!slot.batch) {  // in flight, or evicted or failed since: then on its own
-        slot.batch = new_batch();
+        slot.batch = new_batch(st, m, dir);
         slot.index = slot.batch->add(name, man->version, c);
       }
       const cache::ChunkCache::Reader reader{trace.get(), client, path, man->version, c.offset};
