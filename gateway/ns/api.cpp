@@ -14,6 +14,9 @@ namespace weft::ns {
 
 namespace {
 
+// Writes this large or larger run off the caller's thread (Namespace::write).
+constexpr std::size_t kOffloadedWriteBytes = 128 << 10;
+
 template <class T, class F>
 Result<T> observed(Namespace::Impl& im, Op op, const OpContext* ctx, F&& fn) {
   auto start = std::chrono::steady_clock::now();
@@ -247,6 +250,20 @@ Task<FileSlice> Namespace::read_slice(const OpContext& ctx, Handle h, std::uint6
 Task<std::size_t> Namespace::write(const OpContext& ctx, Handle h, std::uint64_t offset,
                                    std::span<const std::byte> data) {
   WEFT_SPOKE_HANDLE(h, write(ctx, h, offset, data));
+  // A large write is copied into the page cache and chunked and hashed as
+  // it goes (ChunkStream): that runs on the file's strand of the blocking
+  // pool, so the connection's thread reads and checks the client's next
+  // request meanwhile (a streaming upload then uses two cores, not one),
+  // and one file's writes still run in the order they came.
+  if (data.size() >= kOffloadedWriteBytes) {
+    auto hr = impl_->handle(h);
+    if (hr && hr->file->writes) {
+      if (impl_->closed.load()) co_return Result<std::size_t>(make_error_code(Errc::unavailable));
+      co_return co_await offload_on(*hr->file->writes, [&]() -> Result<std::size_t> {
+        return observed<std::size_t>(*impl_, Op::write, &ctx, [&]() -> Result<std::size_t> { return impl_->write(ctx, h, offset, data); });
+      });
+    }
+  }
   WEFT_INLINE(std::size_t, write, &ctx, return impl_->write(ctx, h, offset, data));
 }
 Task<void> Namespace::flush(const OpContext& ctx, Handle h) {

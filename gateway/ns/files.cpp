@@ -89,6 +89,7 @@ std::shared_ptr<FileState> Namespace::Impl::file_state(const rec::InodeRec& r) {
   auto& slot = open_files[r.attr.ino];
   if (!slot) {
     auto fs = std::make_shared<FileState>();
+    fs->writes.emplace(boost::asio::make_strand(pool));
     fs->ino = r.attr.ino;
     fs->fid = r.fid;
     // A dirty inode's data file is a durable working file, still writable.
@@ -195,6 +196,7 @@ Result<Handle> Namespace::Impl::stage(const OpContext& ctx, Ino dir, std::string
   // inline; past that it goes straight to its final data file (spill()), so
   // committing it moves nothing.
   auto fs = std::make_shared<FileState>();
+  fs->writes.emplace(boost::asio::make_strand(pool));
   fs->staged = true;
   fs->working = true;
   fs->handles = 1;

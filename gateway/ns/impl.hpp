@@ -20,6 +20,7 @@
 #include "gateway/ns/namespace.hpp"
 #include "gateway/ns/records.hpp"
 
+#include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include <array>
@@ -161,6 +162,9 @@ struct FileState {
   bool unsynced = false;  // writes not yet fsynced
   std::uint64_t unwritten_back = 0;  // bytes written to fd since writeback was last started
   std::unique_ptr<ChunkStream> stream;  // while the working content is chunked as written
+  // Large writes run on this strand of the blocking pool (Namespace::write):
+  // off the caller's thread, in the order they were made.
+  std::optional<boost::asio::strand<boost::asio::thread_pool::executor_type>> writes;
   bool removed = false;   // last name removed while open
   // Made by create_open(), whose creation is not durable yet: the first
   // commit or writer's release makes it so.

@@ -8,6 +8,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -16,24 +17,30 @@
 
 namespace weft::ns {
 
-template <class F>
-auto offload(boost::asio::thread_pool& pool, F fn)
-    -> boost::asio::awaitable<std::invoke_result_t<F&>> {
+// Runs `fn` on `ex` (a pool's executor, or a strand of one, which runs
+// what it is given in the order given).
+template <class Executor, class F>
+auto offload_on(Executor ex, F fn) -> boost::asio::awaitable<std::invoke_result_t<F&>> {
   using R = std::invoke_result_t<F&>;
   return boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&, void(R)>(
-      [&pool](auto handler, F f) {
+      [ex](auto handler, F f) {
         auto work = boost::asio::make_work_guard(boost::asio::get_associated_executor(handler));
-        boost::asio::post(pool, [handler = std::move(handler), f = std::move(f),
-                                 work = std::move(work)]() mutable {
+        boost::asio::post(ex, [handler = std::move(handler), f = std::move(f),
+                               work = std::move(work)]() mutable {
           R result = f();
-          auto ex = work.get_executor();
-          boost::asio::dispatch(ex, [handler = std::move(handler),
-                                     result = std::move(result)]() mutable {
+          auto home = work.get_executor();
+          boost::asio::dispatch(home, [handler = std::move(handler),
+                                       result = std::move(result)]() mutable {
             std::move(handler)(std::move(result));
           });
         });
       },
       boost::asio::use_awaitable, std::move(fn));
+}
+
+template <class F>
+auto offload(boost::asio::thread_pool& pool, F fn) -> boost::asio::awaitable<std::invoke_result_t<F&>> {
+  return offload_on(pool.get_executor(), std::move(fn));
 }
 
 }  // namespace weft::ns
