@@ -28,7 +28,7 @@ Expected<std::string> order_entry(std::string_view entry) {
 // The paths an index file lists, one a line (blank lines and a final
 // newline aside; CRLF line ends too), as data loaders keep them.
 boost::asio::awaitable<Expected<std::vector<std::string>>> read_index(ns::Namespace& ns, ns::OpContext& ctx,
-                                                                       const std::string& field) {
+                                                                       std::string field) {
   auto path = split_path(field);
   if (!path) co_return invalid_json("field \"index\": " + path.error().message);
   auto place = co_await locate(ns, ctx, *path);
