@@ -99,7 +99,7 @@ Status Spokes::load_pins() {
     if (j.is_object() && !j.value("mount", std::string()).empty())
       st.pending_pins[path] = State::PinTarget{j.value("mount", ""), j.value("path", "")};
     else
-      spdlog::error("the record of the cache pin {} is damaged: unpin it and pin it again", path);
+      spdlog::error("the record of the cache pin {} is damaged: pin it again to replace it", path);
     return true;
   });
   if (!s.ok()) {

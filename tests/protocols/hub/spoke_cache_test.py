@@ -200,6 +200,10 @@ class PinTest(unittest.TestCase):
         self.spoke.restart()
         listed = self.pins()["data/datasets/pinned"]
         self.assertEqual((listed["pending"], listed["chunks"], listed["cached_bytes"]), (True, 0, 0))
+        r = subprocess.run([WEFT, "cache", "pins", "--data", str(self.spoke.data)], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("data/datasets/pinned: pending", r.stdout)
         self.link.command("up")
         deadline = time.monotonic() + 30
         while (listed := self.pins()["data/datasets/pinned"])["pending"]:
