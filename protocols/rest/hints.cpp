@@ -8,6 +8,7 @@
 #include "protocols/rest/handlers.hpp"
 #include "protocols/rest/places.hpp"
 
+#include <span>
 #include <string_view>
 
 namespace weft::rest {
