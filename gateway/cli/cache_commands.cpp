@@ -18,7 +18,8 @@ struct CacheArgs {
 
 void print_pin(const nlohmann::json& p) {
   if (p.value("pending", false)) {
-    std::printf("%s: pending (its spoke mount has not reached the hub since the restart)\n", p.value("path", "").c_str());
+    std::printf("%s: pending (its spoke mount has not reached the hub since the restart)\n",
+                p.value("path", "").c_str());
     return;
   }
   std::printf("%s: %llu files, %llu chunks, %llu cached (%s)\n", p.value("path", "").c_str(),

@@ -106,7 +106,8 @@ Status Spokes::load_pins() {
     spdlog::error("cannot read the cache pins: {}", s.message);
     return Errc::io;
   }
-  if (!st.pending_pins.empty()) spdlog::info("{} cache pins to re-establish as their mounts connect", st.pending_pins.size());
+  if (!st.pending_pins.empty())
+    spdlog::info("{} cache pins to re-establish as their mounts connect", st.pending_pins.size());
   return {};
 }
 
