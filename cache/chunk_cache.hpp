@@ -143,7 +143,7 @@ class ChunkCache {
   // its budget (stats() counts their bytes). A pin is named by its owner (a
   // path, for the spoke) and lists chunks (or names, Fetched::named) cached
   // or not: one not cached yet is kept once it lands. Pins live in memory
-  // (not across restarts).
+  // (the spoke records its pins and pins them again after a restart).
   // Pins `digests` for `owner`, replacing what it pinned before.
   void pin(const std::string& owner, const std::vector<Digest>& digests);
   // false: `owner` has no pin.

@@ -48,8 +48,9 @@ struct Forecast {
   double confidence = 0;  // for `soon`
 };
 
-// A job's declared order: a seeded sampler over a dataset's listing, or
-// an explicit list of files.
+// A job's declared order: a seeded sampler over a dataset's listing (or
+// over `order` when that is given: an index file's list), or an explicit
+// list of files.
 struct JobHint {
   ClientId client = 0;
   DatasetId dataset = 0;

@@ -4,7 +4,8 @@
 // fully specified here so that a client reproduces it bit for bit:
 //
 //  1. The dataset's files are sorted by path, compared as unsigned bytes
-//     (UTF-8), and numbered 0..n-1 in that order.
+//     (UTF-8), and numbered 0..n-1 in that order (with an index file, its
+//     lines are numbered 0..n-1 in the file's order instead).
 //  2. SplitMix64 is seeded with s = seed XOR (epoch * 0xD1B54A32D192ED03),
 //     modulo 2^64. Each draw: s += 0x9E3779B97F4A7C15; z = s;
 //     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) *

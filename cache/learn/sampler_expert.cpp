@@ -11,8 +11,8 @@ constexpr std::size_t kResync = 64;  // how far ahead a read is looked for in th
 
 SamplerExpert::SamplerExpert(const Catalog& catalog) : catalog_(catalog) {}
 
-std::vector<FileId> SamplerExpert::epoch_order(DatasetId dataset, const SamplerSpec& spec) const {
-  const auto listing = catalog_.listing(dataset);
+std::vector<FileId> SamplerExpert::epoch_order(const Plan& p, const SamplerSpec& spec) const {
+  const auto listing = p.files.empty() ? catalog_.listing(p.dataset) : std::span<const FileId>(p.files);
   auto indices = sampler_order(static_cast<std::uint32_t>(listing.size()), spec);
   std::vector<FileId> order;
   if (!indices) return order;
@@ -31,13 +31,15 @@ void SamplerExpert::hint(const JobHint& h) {
   p.dataset = h.dataset;
   p.seeded = h.seeded;
   if (h.seeded) {
-    p.order = epoch_order(h.dataset, *h.seeded);
+    p.files = h.order;
+    p.order = epoch_order(p, *h.seeded);
     p.epoch_length = p.order.size();
     SamplerSpec next = *h.seeded;
     ++next.epoch;
-    const auto more = epoch_order(h.dataset, next);
+    const auto more = epoch_order(p, next);
     p.order.insert(p.order.end(), more.begin(), more.end());
   } else {
+    p.files.clear();
     p.order = h.order;
     p.epoch_length = p.order.size();
   }
@@ -68,7 +70,7 @@ void SamplerExpert::observe(const Read& read) {
     p.epoch_length = p.order.size();
     SamplerSpec next = *p.seeded;
     ++next.epoch;
-    const auto more = epoch_order(p.dataset, next);
+    const auto more = epoch_order(p, next);
     p.order.insert(p.order.end(), more.begin(), more.end());
     index(p);
   }

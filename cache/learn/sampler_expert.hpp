@@ -1,4 +1,5 @@
-// Expert 5: exact future order. A job declares its sampler (sampler.hpp) or
+// Expert 5: exact future order. A job declares its sampler (sampler.hpp)
+// over its dataset's listing or over a list of files (an index file's), or
 // an ordered list of files; the expert follows the job's position in that
 // order and proposes the next files exactly, with near certainty. A seeded
 // sampler also gives the next epoch's order, so reading ahead crosses epoch
@@ -28,6 +29,7 @@ class SamplerExpert final : public Expert {
   struct Plan {
     DatasetId dataset = 0;
     std::optional<SamplerSpec> seeded;  // its epoch is that of order's first part
+    std::vector<FileId> files;          // seeded: what it shuffles (empty: the dataset's listing)
     std::vector<FileId> order;          // seeded: this epoch, then the next
     std::size_t epoch_length = 0;       // entries of order that belong to the first epoch
     std::size_t pos = 0;                // next entry to be read
@@ -36,7 +38,7 @@ class SamplerExpert final : public Expert {
     std::optional<FileId> last;
     Pace pace;                          // per file
   };
-  std::vector<FileId> epoch_order(DatasetId dataset, const SamplerSpec& spec) const;
+  std::vector<FileId> epoch_order(const Plan& p, const SamplerSpec& spec) const;
   void index(Plan& p) const;
   // The expected time and deadline of entry `at` of the plan.
   Prediction prediction(const Plan& p, std::size_t at, Time now) const;

@@ -17,6 +17,11 @@ struct CacheArgs {
 };
 
 void print_pin(const nlohmann::json& p) {
+  if (p.value("pending", false)) {
+    std::printf("%s: pending (its spoke mount has not reached the hub since the restart)\n",
+                p.value("path", "").c_str());
+    return;
+  }
   std::printf("%s: %llu files, %llu chunks, %llu cached (%s)\n", p.value("path", "").c_str(),
               static_cast<unsigned long long>(p.value("files", std::uint64_t{0})),
               static_cast<unsigned long long>(p.value("chunks", std::uint64_t{0})),

@@ -105,8 +105,9 @@ struct SpokeMount {
 
 // A job's declared reading order (Namespace::spoke_hint), for the spoke
 // prefetcher's sampler expert: a seeded shuffle of a dataset directory's
-// files (cache/learn/sampler.hpp says exactly which order), or an explicit
-// list of files. The job is the caller's principal: its reads follow it.
+// files or of a list of them (cache/learn/sampler.hpp says exactly which
+// order), or an explicit list of files. The job is the caller's principal:
+// its reads follow it.
 struct SpokeHint {
   struct Seeded {
     std::uint64_t seed = 0, epoch = 0;
@@ -115,8 +116,9 @@ struct SpokeHint {
     bool operator==(const Seeded&) const = default;
   };
   std::optional<Seeded> seeded;
-  // Otherwise: files in reading order, as paths below the dataset
-  // directory ("a.jpg", "part-1/b.jpg").
+  // Files as paths below the dataset directory ("a.jpg", "part-1/b.jpg"):
+  // without `seeded`, in reading order; with it, what the sampler shuffles
+  // (an index file's list; empty: the directory's files).
   std::vector<std::string> order;
   bool operator==(const SpokeHint&) const = default;
 };
@@ -203,6 +205,9 @@ struct CachePin {
   std::uint64_t files = 0;      // files listed when pinned
   std::uint64_t chunks = 0;     // their distinct chunks
   std::uint64_t cached_chunks = 0, cached_bytes = 0;  // of them, in the cache now
+  // Recorded, its chunks not known yet: from a restart until its mount
+  // reaches the hub again (the figures above are 0 meanwhile).
+  bool pending = false;
 };
 
 // What Namespace::evict_cached dropped.
@@ -397,7 +402,9 @@ class Namespace {
   // names the pin), at the versions current now: they are never evicted,
   // cached already or once they are fetched (pinning fetches nothing: a
   // warm job does). Pinning `path` again replaces its pin. Each file's
-  // manifest is asked of the hub, as an open does.
+  // manifest is asked of the hub, as an open does. Pins are recorded in
+  // the metadata store: after a restart each is pinned again, at the
+  // versions current then, once its mount reaches the hub.
   Task<CachePin> pin_cached(const OpContext& ctx, Ino ino, std::string path);
   // Errc::not_found: no pin of that name.
   Status unpin_cached(const OpContext& ctx, std::string_view path);

@@ -129,6 +129,7 @@ std::string key_uid(std::uint32_t uid) { return tagged('G', uid); }
 std::string key_export(std::string_view name) { return std::string(1, kExportTag).append(name); }
 std::string key_token(std::string_view id) { return std::string(1, kTokenTag).append(id); }
 std::string key_meta(std::string_view name) { return std::string(1, 'M').append(name); }
+std::string key_spoke_pin(std::string_view path) { return std::string(1, kSpokePinTag).append(path); }
 
 std::string encode(const InodeRec& r) {
   const Attr& a = r.attr;

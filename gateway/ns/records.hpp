@@ -14,6 +14,8 @@
 //   M name                   -> counters and markers
 //   R ino                    -> a spoke mount's shadow inode (spoke.cpp)
 //   S mount hub-ino          -> the shadow inode of a hub inode (spoke.cpp)
+//   Q path                   -> a spoke cache pin: its mount and the path
+//                               below it (JSON; spoke_cache.cpp)
 // Integers are big-endian so that keys sort numerically.
 #pragma once
 
@@ -46,6 +48,8 @@ std::string key_export(std::string_view name);
 std::string key_token(std::string_view id);
 inline constexpr char kTokenTag = 'T';
 std::string key_meta(std::string_view name);
+std::string key_spoke_pin(std::string_view path);
+inline constexpr char kSpokePinTag = 'Q';
 inline constexpr char kUserTag = 'U';
 inline constexpr char kExportTag = 'P';
 inline constexpr char kChangeTag = 'L';

@@ -86,6 +86,18 @@ std::string join(std::string_view dir, std::string_view name) {
   return dir.empty() ? std::string(name) : std::string(dir) + "/" + std::string(name);
 }
 
+OpContext system_context() {
+  OpContext ctx;
+  ctx.principal.user = "system";
+  ctx.principal.uid = 0;
+  ctx.principal.gid = 0;
+  ctx.principal.admin = true;
+  ctx.export_access.root = kRootIno;
+  ctx.export_access.access = Access::read_write;
+  ctx.protocol = "spoke";
+  return ctx;
+}
+
 }  // namespace spoke_detail
 
 namespace {
@@ -104,19 +116,6 @@ std::string key_shadow_of(std::uint32_t mount, std::uint64_t hub_ino) {
   put_be(k, mount, 4);
   put_be(k, hub_ino, 8);
   return k;
-}
-
-// The system's own context: creates mount points at start.
-OpContext system_context() {
-  OpContext ctx;
-  ctx.principal.user = "system";
-  ctx.principal.uid = 0;
-  ctx.principal.gid = 0;
-  ctx.principal.admin = true;
-  ctx.export_access.root = kRootIno;
-  ctx.export_access.access = Access::read_write;
-  ctx.protocol = "spoke";
-  return ctx;
 }
 
 void apply_changes(Mount& m, const std::vector<hub::Change>& changes, std::uint64_t last) {
@@ -217,13 +216,13 @@ void start_feed(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& 
       mp->epoch++;
       const bool was = std::exchange(mp->was_connected, connected);
       if (was != connected) mp->state_since_ns = now_ns();  // not on every failed retry
-      if (connected) {
+      if (connected)
         spdlog::info("spoke {}: connected to hub {}", mp->name, mp->spec.hub_url);
-        return;
-      }
-      if (was) spdlog::warn("spoke {}: lost the hub's change feed: {}", mp->name, why ? why->message : "stopped");
-      // cursor_ahead: the hub lost its log or is another hub; nothing cached
-      // can be trusted, and the feed must start again from the hub's present.
+      else if (was)
+        spdlog::warn("spoke {}: lost the hub's change feed: {}", mp->name, why ? why->message : "stopped");
+      // cursor_ahead (a lost feed says why): the hub lost its log or is
+      // another hub; nothing cached can be trusted, and the feed must start
+      // again from the hub's present.
       if (why && why->kind == hub::Error::Kind::refused && why->status == 409 && !mp->stopped) {
         mp->drop_cache();
         mp->feed_seen = 0;  // positions in the lost log
@@ -234,6 +233,8 @@ void start_feed(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& 
       lost_log->stop();
       if (auto st = weak.lock()) asio::co_spawn(st->executor, connect(st, mp), asio::detached);
     }
+    if (connected)
+      if (auto st = weak.lock(); st && st->on_connected) st->on_connected(mp);
   };
   auto feed = m->client->subscribe(st->executor, after, std::move(on_changes), std::move(on_state));
   if (!feed) {
@@ -349,6 +350,11 @@ Status Spokes::start(asio::any_io_executor executor, const std::vector<SpokeMoun
   st.region = region;
   st.cache_options = cache_options;
   st.alloc.init(kShadowInoBase);
+  if (auto s = load_pins(); !s) return s.error();
+  // Spokes outlives the feeds (stop() ends them) and the io_context's work.
+  st.on_connected = [this](const std::shared_ptr<Mount>& m) {
+    asio::co_spawn(state_->executor, restore_pins(m), asio::detached);
+  };
   std::vector<std::shared_ptr<Mount>> started;
   {
     std::lock_guard lock(st.change_mu);
@@ -763,6 +769,18 @@ Task<DirPage> Spokes::readdir(const OpContext& ctx, Ino dir, std::uint64_t cooki
   }
   page.eof = first + page.entries.size() >= entries->size();
   co_return page;
+}
+
+Task<Attr> Spokes::walk(const OpContext& ctx, Ino dir, std::string path) {
+  auto a = co_await getattr(ctx, dir);
+  for (std::string_view rest = path; a && !rest.empty();) {
+    const std::size_t slash = rest.find('/');
+    const std::string name(rest.substr(0, slash));
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    auto op = lookup(ctx, a->ino, name);
+    a = co_await std::move(op);
+  }
+  co_return a;
 }
 
 Task<std::string> Spokes::readlink(const OpContext& ctx, Ino ino) {

@@ -161,6 +161,15 @@ class Spokes {
     std::uint64_t files = 0;
   };
   Task<FileChunks> chunks_below(const OpContext& ctx, Ino ino);
+  // The attributes of `path` ("a/b"; "": `dir` itself) below directory
+  // `dir`, each name looked up in turn (spoke.cpp).
+  Task<Attr> walk(const OpContext& ctx, Ino dir, std::string path);
+  // Pins recorded in the store, pending until their mounts reach the hub,
+  // for start() (spoke_cache.cpp).
+  Status load_pins();
+  // Makes the pending pins of mount `m` (which has just reached its hub)
+  // pins of the cache again; those it cannot resolve stay pending.
+  boost::asio::awaitable<void> restore_pins(std::shared_ptr<Mount> m);
   Task<Attr> commit_file(const OpContext& ctx, std::shared_ptr<Staged> s);
   // One writer of `s` fewer; the last commits what they wrote.
   Task<void> release_writer(std::shared_ptr<Staged> s);

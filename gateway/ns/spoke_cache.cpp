@@ -2,10 +2,15 @@
 // recording a mount's reads. A path is turned into the chunks of the files
 // at or below it, at their current versions, through the mount's own calls
 // (a listing per directory, an open per file for its manifest); the cache
-// keeps or drops those chunks. A recording is a TraceRecorder the mount's
-// reads hand to the cache (spoke_read.cpp).
+// keeps or drops those chunks. A pin is also recorded in the metadata store
+// as its mount and the path below it: at start the records are pending
+// pins, each resolved again (its chunks, at the versions current then) when
+// its mount reaches the hub; one that fails stays pending until the next
+// connection. A recording is a TraceRecorder the mount's reads hand to the
+// cache (spoke_read.cpp).
 #include "gateway/ns/spoke_internal.hpp"
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -70,14 +75,91 @@ Task<Spokes::FileChunks> Spokes::chunks_below(const OpContext& ctx, Ino root) {
   co_return out;
 }
 
+namespace {
+
+Status record_pin(kv::Store& kv, const std::string& path, const State::PinTarget& target) {
+  auto txn = kv.begin();
+  txn->put(rec::key_spoke_pin(path), nlohmann::json{{"mount", target.mount}, {"path", target.path}}.dump());
+  if (auto c = txn->commit(kv::Durability::sync); !c.ok()) {
+    spdlog::error("cannot record the cache pin {}: {}", path, c.message);
+    return Errc::io;
+  }
+  return {};
+}
+
+}  // namespace
+
+Status Spokes::load_pins() {
+  State& st = *state_;
+  const std::string prefix(1, rec::kSpokePinTag);
+  std::lock_guard lock(st.pins_mu);
+  kv::Status s = ns_.kv->scan(prefix, kv::prefix_end(prefix), 0, [&](std::string_view k, std::string_view v) {
+    auto j = nlohmann::json::parse(v, nullptr, false);
+    const std::string path(k.substr(1));
+    if (j.is_object() && !j.value("mount", std::string()).empty())
+      st.pending_pins[path] = State::PinTarget{j.value("mount", ""), j.value("path", "")};
+    else
+      spdlog::error("the record of the cache pin {} is damaged: pin it again to replace it", path);
+    return true;
+  });
+  if (!s.ok()) {
+    spdlog::error("cannot read the cache pins: {}", s.message);
+    return Errc::io;
+  }
+  if (!st.pending_pins.empty())
+    spdlog::info("{} cache pins to re-establish as their mounts connect", st.pending_pins.size());
+  return {};
+}
+
+asio::awaitable<void> Spokes::restore_pins(std::shared_ptr<Mount> m) {
+  State& st = *state_;
+  std::vector<std::pair<std::string, State::PinTarget>> due;
+  {
+    std::lock_guard lock(st.pins_mu);
+    for (const auto& [path, target] : st.pending_pins)
+      if (target.mount == m->name) due.emplace_back(path, target);
+  }
+  const OpContext ctx = system_context();
+  for (const auto& pending : due) {
+    const std::string& path = pending.first;
+    const State::PinTarget& target = pending.second;
+    Result<FileChunks> below = Errc::not_found;
+    auto at = co_await walk(ctx, m->point, target.path);
+    if (at) {
+      auto op = chunks_below(ctx, at->ino);
+      below = co_await std::move(op);
+    } else {
+      below = at.error();
+    }
+    if (!below) {
+      spdlog::warn("spoke {}: the cache pin {} stays pending: {}", m->name, path, below.error().message());
+      continue;
+    }
+    std::lock_guard lock(st.pins_mu);
+    // Unpinned, or pinned anew, meanwhile.
+    auto it = st.pending_pins.find(path);
+    if (it == st.pending_pins.end() || it->second.mount != target.mount || it->second.path != target.path) continue;
+    st.pending_pins.erase(it);
+    st.chunks->pin(path, below->digests);
+    st.pinned_files[path] = below->files;
+    spdlog::info("spoke {}: the cache pin {} holds again: {} files, {} chunks", m->name, path, below->files,
+                 below->digests.size());
+  }
+}
+
 Task<CachePin> Spokes::pin(const OpContext& ctx, Ino ino, std::string path) {
   if (!serves(ino)) co_return Errc::invalid;
   auto below = co_await chunks_below(ctx, ino);
   if (!below) co_return below.error();
+  auto w = where(*state_, *ns_.kv, ino);
+  if (!w) co_return w.error();
   State& st = *state_;
   if (!st.cache_open.load(std::memory_order_acquire)) co_return Errc::unavailable;
+  const State::PinTarget target{w->mount->name, w->shadow.path};
   {
     std::lock_guard lock(st.pins_mu);
+    if (auto s = record_pin(*ns_.kv, path, target); !s) co_return s.error();
+    if (auto it = st.pending_pins.find(path); it != st.pending_pins.end()) st.pending_pins.erase(it);
     st.chunks->pin(path, below->digests);
     st.pinned_files[path] = below->files;
   }
@@ -89,20 +171,38 @@ Task<CachePin> Spokes::pin(const OpContext& ctx, Ino ino, std::string path) {
 Status Spokes::unpin(std::string_view path) {
   State& st = *state_;
   std::lock_guard lock(st.pins_mu);
-  if (!st.cache_open.load(std::memory_order_acquire) || !st.chunks->unpin(std::string(path))) return Errc::not_found;
+  bool found = st.cache_open.load(std::memory_order_acquire) && st.chunks->unpin(std::string(path));
   if (auto it = st.pinned_files.find(path); it != st.pinned_files.end()) st.pinned_files.erase(it);
+  if (auto it = st.pending_pins.find(path); it != st.pending_pins.end()) {
+    st.pending_pins.erase(it);
+    found = true;
+  }
+  if (!found) return Errc::not_found;
+  auto txn = ns_.kv->begin();
+  txn->erase(rec::key_spoke_pin(path));
+  if (auto c = txn->commit(kv::Durability::sync); !c.ok()) {
+    spdlog::error("cannot remove the record of the cache pin {} (it holds again after a restart): {}", path, c.message);
+    return Errc::io;
+  }
   return {};
 }
 
 std::vector<CachePin> Spokes::pins() const {
   std::vector<CachePin> out;
   State& st = *state_;
-  if (!st.cache_open.load(std::memory_order_acquire)) return out;
   std::lock_guard lock(st.pins_mu);
-  for (const auto& p : st.chunks->pins()) {
-    auto files = st.pinned_files.find(p.owner);
-    out.push_back(pin_of(p, files == st.pinned_files.end() ? 0 : files->second));
+  if (st.cache_open.load(std::memory_order_acquire))
+    for (const auto& p : st.chunks->pins()) {
+      auto files = st.pinned_files.find(p.owner);
+      out.push_back(pin_of(p, files == st.pinned_files.end() ? 0 : files->second));
+    }
+  for (const auto& [path, target] : st.pending_pins) {
+    CachePin p;
+    p.path = path;
+    p.pending = true;
+    out.push_back(std::move(p));
   }
+  std::sort(out.begin(), out.end(), [](const CachePin& a, const CachePin& b) { return a.path < b.path; });
   return out;
 }
 

@@ -180,9 +180,19 @@ struct Spokes::State {
   // figures once cache_open says so.
   std::shared_ptr<cache::ChunkCache> chunks;
   std::atomic<bool> cache_open{false};
-  // Files each pin of the cache listed when made (spoke_cache.cpp).
+  // Pins of the chunk cache (spoke_cache.cpp), each recorded in the store
+  // (rec::key_spoke_pin) so that it outlives a restart: by name, the files
+  // each listed when made, and those recorded whose chunks are not known
+  // yet (from start until their mount reaches the hub: on_connected).
+  struct PinTarget {
+    std::string mount;  // Mount::name
+    std::string path;   // below the mount ("": its root)
+  };
   std::mutex pins_mu;
   std::map<std::string, std::uint64_t, std::less<>> pinned_files;  // guarded by pins_mu
+  std::map<std::string, PinTarget, std::less<>> pending_pins;      // guarded by pins_mu
+  // Called by a mount's feed each time it connects (set by start()).
+  std::function<void(const std::shared_ptr<Mount>&)> on_connected;
   mutable std::mutex mounts_mu;
   std::vector<std::shared_ptr<Mount>> mounts;  // guarded by mounts_mu, in mount point order
   // The mount points of `mounts` (0: a free slot), read without a lock by
@@ -242,6 +252,9 @@ Result<Shadow> shadow_of(State& st, kv::Store& kv, Ino ino);
 // directory `parent`: the one recorded for it, else a new one.
 Result<Ino> local_ino(State& st, kv::Store& kv, Mount& m, Ino parent, const std::string& path,
                       const wire::FileAttr& a);
+// The system's own context (an administrator): makes mount points,
+// re-establishes pins at start.
+OpContext system_context();
 // Reads the hub's change log position, then subscribes the mount's feed
 // from there; retries while the hub is away, until the mount is stopped.
 asio::awaitable<void> connect(std::shared_ptr<State> st, std::shared_ptr<Mount> m);

@@ -383,16 +383,10 @@ Task<void> Spokes::hint(const OpContext& ctx, Ino dir, SpokeHint hint) {
     subdirs.insert(std::move(sub));
   }
   for (const auto& sub : subdirs) {
-    Ino at = dir;
-    for (std::string_view rest = sub; !rest.empty();) {
-      const std::size_t slash = rest.find('/');
-      auto a = co_await lookup(ctx, at, rest.substr(0, slash));
-      if (!a) co_return a.error();
-      if (a->type != FileType::directory) co_return Errc::not_dir;
-      at = a->ino;
-      rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-    }
-    auto sw = where(*state_, *ns_.kv, at);
+    auto at = co_await walk(ctx, dir, sub);
+    if (!at) co_return at.error();
+    if (at->type != FileType::directory) co_return Errc::not_dir;
+    auto sw = where(*state_, *ns_.kv, at->ino);
     if (!sw) co_return sw.error();
     auto op = hub_listing(*m, sw->shadow.hub_ino, sw->shadow.path);
     auto listing = co_await std::move(op);
@@ -409,19 +403,16 @@ Task<void> Spokes::hint(const OpContext& ctx, Ino dir, SpokeHint hint) {
     learn::JobHint job;
     job.client = client;
     auto dataset = l.catalog.find_dataset(hub_dir);
-    if (hint.seeded) {
-      if (!dataset) co_return Errc::invalid;  // no files to shuffle
-      job.dataset = *dataset;
+    for (const auto& p : hint.order) {
+      auto id = l.catalog.find(join(hub_dir, p));
+      if (!id) co_return Errc::not_found;
+      job.order.push_back(*id);
+    }
+    if (job.order.empty() && !dataset) co_return Errc::invalid;  // no files to shuffle
+    job.dataset = dataset ? *dataset : l.catalog.dataset_of(job.order.front());
+    if (hint.seeded)
       job.seeded = learn::SamplerSpec{hint.seeded->seed, hint.seeded->epoch, hint.seeded->world_size,
                                       hint.seeded->rank, hint.seeded->drop_last};
-    } else {
-      for (const auto& p : hint.order) {
-        auto id = l.catalog.find(join(hub_dir, p));
-        if (!id) co_return Errc::not_found;
-        job.order.push_back(*id);
-      }
-      job.dataset = dataset ? *dataset : l.catalog.dataset_of(job.order.front());
-    }
     l.ensemble.hint(job);
     l.hints[client] = {hub_dir, std::move(hint)};
     fetches = plan(*state_, *m, l, client);

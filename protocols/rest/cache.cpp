@@ -17,6 +17,7 @@ nlohmann::json pin_json(const ns::CachePin& p) {
   j["chunks"] = p.chunks;
   j["cached_chunks"] = p.cached_chunks;
   j["cached_bytes"] = p.cached_bytes;
+  j["pending"] = p.pending;
   return j;
 }
 

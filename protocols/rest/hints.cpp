@@ -1,11 +1,81 @@
 // Sampler hints: a job declares the order it will read a spoke dataset in
 // (POST /api/v1/hints), and the spoke's prefetcher fetches ahead in exactly
-// that order (backend/hub/SPOKES.md, "Prefetching"). The namespace decides;
-// this handler translates.
+// that order (backend/hub/SPOKES.md, "Prefetching"): a seeded sampler over
+// the directory's files or over an index file's list, or an explicit order
+// (a list in the request, or an index file read as it is). The namespace
+// decides; this handler translates, and reads the index file through the
+// namespace like any client (on a spoke mount it comes from the hub).
 #include "protocols/rest/handlers.hpp"
 #include "protocols/rest/places.hpp"
 
+#include <span>
+#include <string_view>
+
 namespace weft::rest {
+
+namespace {
+
+// An index file larger than this is refused: its list is held in memory.
+constexpr std::uint64_t kMaxIndexBytes = 16u << 20;
+
+// An entry of an order: a path below the hinted directory.
+Expected<std::string> order_entry(std::string_view entry) {
+  if (entry.starts_with('/')) return bad_path("an absolute path (expected one below the hinted directory)");
+  auto parts = split_path(entry);
+  if (!parts) return parts.error();
+  return join_path(*parts);
+}
+
+// The paths an index file lists, one a line (blank lines and a final
+// newline aside; CRLF line ends too), as data loaders keep them.
+boost::asio::awaitable<Expected<std::vector<std::string>>> read_index(ns::Namespace& ns, ns::OpContext& ctx,
+                                                                       std::string field) {
+  auto path = split_path(field);
+  if (!path) co_return invalid_json("field \"index\": " + path.error().message);
+  auto place = co_await locate(ns, ctx, *path);
+  if (!place) co_return place.error();
+  auto attr = co_await stat_place(ns, ctx, *place);
+  if (!attr) co_return attr.error();
+  const std::string& name = place->display;
+  if (attr->type != ns::FileType::regular) co_return invalid_json("index file " + name + ": not a file");
+  if (attr->size > kMaxIndexBytes)
+    co_return invalid_json("index file " + name + ": " + std::to_string(attr->size) + " bytes, more than the " +
+                           std::to_string(kMaxIndexBytes >> 20) + " MiB an index may have");
+  ns::OpenFlags flags;
+  flags.snapshot = true;  // one version, even if it is replaced meanwhile
+  auto h = co_await ns.open(ctx, attr->ino, flags);
+  if (!h) co_return from_ns(h.error(), name);
+  std::string text(static_cast<std::size_t>(attr->size), '\0');
+  std::size_t have = 0;
+  std::error_code failed;
+  while (have < text.size()) {
+    const auto left = std::as_writable_bytes(std::span(text)).subspan(have);
+    auto n = co_await ns.read(ctx, *h, have, left);
+    if (!n) failed = n.error();
+    if (!n || *n == 0) break;
+    have += *n;
+  }
+  co_await ns.release(ctx, *h);
+  if (failed) co_return from_ns(failed, name);
+  text.resize(have);
+  std::vector<std::string> out;
+  std::size_t line = 0;
+  for (std::string_view rest = text; !rest.empty();) {
+    const std::size_t end = rest.find('\n');
+    std::string_view entry = rest.substr(0, end);
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    ++line;
+    if (entry.ends_with('\r')) entry.remove_suffix(1);
+    if (entry.empty()) continue;
+    auto p = order_entry(entry);
+    if (!p) co_return invalid_json("index file " + name + ", line " + std::to_string(line) + ": " + p.error().message);
+    out.push_back(std::move(*p));
+  }
+  if (out.empty()) co_return invalid_json("index file " + name + ": lists no files");
+  co_return out;
+}
+
+}  // namespace
 
 Reply hint_register(Service& s, Call& c) {
   static constexpr FieldSpec kFields[] = {{"path", JsonType::string, true},
@@ -14,7 +84,8 @@ Reply hint_register(Service& s, Call& c) {
                                           {"world_size", JsonType::integer, false, 1u << 20},
                                           {"rank", JsonType::integer, false, 1u << 20},
                                           {"drop_last", JsonType::boolean},
-                                          {"order", JsonType::string_list}};
+                                          {"order", JsonType::string_list},
+                                          {"index", JsonType::string}};
   auto body = co_await c.read_json(kFields);
   if (!body) co_return body.error();
   auto path = split_path((*body)["path"].get<std::string>());
@@ -22,9 +93,12 @@ Reply hint_register(Service& s, Call& c) {
   c.audit_path = join_path(*path);
   const bool seeded = body->contains("seed");
   const bool listed = body->contains("order");
-  if (seeded == listed)
-    co_return invalid_json("expected either \"seed\" (with epoch, world_size, rank, drop_last: a seeded sampler) or "
-                           "\"order\" (the files in reading order)");
+  const bool indexed = body->contains("index");
+  // The files come from the directory (seed alone), the request or an index file.
+  if (static_cast<int>(listed) + static_cast<int>(indexed) + static_cast<int>(seeded && !indexed) != 1)
+    co_return invalid_json("expected one of \"seed\" (with epoch, world_size, rank, drop_last: a seeded sampler over "
+                           "the directory's files), \"order\" (the files in reading order) or \"index\" (an index "
+                           "file listing the files: their order, or with \"seed\" what the sampler shuffles)");
   ns::SpokeHint hint;
   if (seeded) {
     ns::SpokeHint::Seeded spec;
@@ -36,13 +110,20 @@ Reply hint_register(Service& s, Call& c) {
     if (spec.world_size == 0 || spec.rank >= spec.world_size)
       co_return invalid_json("field \"rank\": expected a rank below world_size (at least 1)");
     hint.seeded = spec;
-  } else {
+  }
+  if (listed) {
     for (const auto& entry : (*body)["order"]) {
-      auto parts = split_path(entry.get<std::string>());
-      if (!parts) co_return parts.error();
-      hint.order.push_back(join_path(*parts));
+      auto p = order_entry(entry.get<std::string>());
+      if (!p) co_return p.error();
+      hint.order.push_back(std::move(*p));
     }
     if (hint.order.empty()) co_return invalid_json("field \"order\": expected at least one file");
+  }
+  if (indexed) {
+    auto op = read_index(s.ns, c.ctx, (*body)["index"].get<std::string>());
+    auto index = co_await std::move(op);
+    if (!index) co_return index.error();
+    hint.order = std::move(*index);
   }
   auto place = co_await locate(s.ns, c.ctx, *path);
   if (!place) co_return place.error();
@@ -55,6 +136,9 @@ Reply hint_register(Service& s, Call& c) {
       co_return invalid_json(place->display + ": not a dataset directory of a spoke mount with its prefetcher on");
     if (e == ns::Errc::not_supported)
       co_return ApiError(409, "prefetch_off", place->display + ": the spoke mount's prefetcher is off");
+    if (e == ns::Errc::not_found && indexed)
+      co_return not_found("index file " + (*body)["index"].get<std::string>() + " names a file that " + place->display +
+                          " does not hold");
     co_return from_ns(registered.error(), place->display);
   }
   co_await c.send_empty(204);

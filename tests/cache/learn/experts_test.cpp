@@ -223,6 +223,24 @@ TEST_CASE("sampler expert: a seeded sampler's exact order, across the epoch boun
   CHECK(s.forecast(order0[19], 0, t).outlook.is_soon());
 }
 
+TEST_CASE("sampler expert: a seeded sampler over a list shuffles the list, epoch after epoch") {
+  const Catalog cat = dataset(20);
+  SamplerExpert s(cat);
+  const std::vector<FileId> list = {7, 3, 12, 5, 18, 0};
+  const auto order0 = sampler_order(6, {9, 0}).value(), order1 = sampler_order(6, {9, 1}).value();
+  s.hint({2, 0, SamplerSpec{9, 0}, list});
+  std::vector<FileId> want;
+  for (auto i : order0) want.push_back(list[i]);
+  CHECK(files_of(predict(s, 2, 0, 6)) == want);
+  Time t = 0;
+  for (auto i : order0) s.observe({t += kMillisecond, 2, list[i], 0, 1000});
+  const auto next = files_of(predict(s, 2, t, 6));
+  REQUIRE(!next.empty());
+  // The second epoch: the list shuffled by epoch 1 (minus the file being read, if it comes first).
+  CHECK(next[0] == (list[order1[0]] == list[order0[5]] ? list[order1[1]] : list[order1[0]]));
+  CHECK(s.forecast(11, 0, t).outlook.is_done());  // in the dataset, not in the list
+}
+
 TEST_CASE("sampler expert: an index list ends where it ends; files it leaves out are done") {
   const Catalog cat = dataset(20);
   SamplerExpert s(cat);

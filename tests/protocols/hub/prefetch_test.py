@@ -2,11 +2,13 @@
 """The spoke's learning prefetcher (backend/hub/SPOKES.md, "Prefetching"),
 end to end: a hub and a spoke through the WAN emulator. A job declares the
 order it will read a dataset in — a seeded sampler over REST, an explicit
-list over REST, or the x-weft-sampler header of an S3 GET — and the spoke
-fetches those files before they are read: the reads afterwards find every
-chunk in the spoke's cache and send the hub no chunk request. A mount with
-the prefetcher off refuses hints; the experts' figures are on the REST view
-and in /metrics.
+list over REST, an index file (on the mount itself, so read from the hub)
+in its order or shuffled by a seeded sampler, or the x-weft-sampler header
+of an S3 GET — and the spoke fetches those files before they are read: the
+reads afterwards find every chunk in the spoke's cache and send the hub no
+chunk request, while files outside a list are not fetched. Bad hints and
+bad index files get clear errors. A mount with the prefetcher off refuses
+hints; the experts' figures are on the REST view and in /metrics.
 
     prefetch_test.py --weft PATH [unittest arguments]
 """
@@ -46,11 +48,23 @@ class PrefetchTest(unittest.TestCase):
     def setUpClass(cls):
         cls.hub = Site(WEFT)
         cls.data = {}
-        for d in ("seeded", "listed", "header"):
+        for d in ("seeded", "listed", "header", "indexed"):
             for i in range(FILES):
                 body = os.urandom(48 << 10)
                 cls.data["%s/%03d.bin" % (d, i)] = body
                 hub_put(cls.hub, DATASETS + "%s/%03d.bin" % (d, i), body)
+        # Index files as data loaders keep them (a blank line and a CRLF
+        # line end included), and bad ones.
+        cls.index_order = ["%03d.bin" % i for i in (19, 4, 13, 0, 22, 7)]
+        cls.index_subset = ["%03d.bin" % i for i in (3, 21, 9, 16, 1, 12, 18, 6, 10, 15)]
+        for name, body in (("order.txt", "\n".join(cls.index_order[:3]) + "\r\n\n" + "\n".join(cls.index_order[3:]) + "\n"),
+                           ("subset.txt", "\n".join(cls.index_subset)),
+                           ("blank.txt", "\n\n"),
+                           ("dotdot.txt", "001.bin\n../seeded/000.bin\n"),
+                           ("absolute.txt", "/data/datasets/indexed/001.bin\n"),
+                           ("missing.txt", "001.bin\nmissing.bin\n")):
+            hub_put(cls.hub, DATASETS + "indexes/" + name, body.encode())
+        hub_put(cls.hub, DATASETS + "indexes/huge.txt", b"001.bin\n" * ((16 << 20) // 8 + 1))
         cls.link = cls.hub.emulator("--rtt-ms", "40")
 
     @classmethod
@@ -134,6 +148,33 @@ class PrefetchTest(unittest.TestCase):
                          self.data["listed/000.bin"])
         self.assertGreater(self.mount()["cache"]["misses"], misses)
 
+    def test_index_file_order_is_fetched_ahead(self):
+        since = self.sampler_bytes()
+        r = self.hint({"path": DATASETS + "indexed", "index": DATASETS + "indexes/order.txt"})
+        self.assertEqual(r.status_code, 204, r.text)
+        keys = ["indexed/" + n for n in self.index_order]
+        self.wait_cached(keys, since)
+        self.read_all_hit(keys)
+        # A file the index does not list was not fetched.
+        misses = self.mount()["cache"]["misses"]
+        self.assertEqual(self.s3.get_object(Bucket="datasets", Key="indexed/001.bin")["Body"].read(),
+                         self.data["indexed/001.bin"])
+        self.assertGreater(self.mount()["cache"]["misses"], misses)
+
+    def test_seeded_sampler_over_an_index_file_shuffles_its_list(self):
+        since = self.sampler_bytes()
+        r = self.hint({"path": DATASETS + "indexed", "index": DATASETS + "indexes/subset.txt", "seed": 5,
+                       "world_size": 2, "rank": 0})
+        self.assertEqual(r.status_code, 204, r.text)
+        # The sampler numbers the index file's lines, not the directory's files.
+        keys = ["indexed/" + self.index_subset[i] for i in sampler_order(len(self.index_subset), 5, 0, 2, 0)]
+        self.wait_cached(keys, since)
+        self.read_all_hit(keys)
+        misses = self.mount()["cache"]["misses"]
+        self.assertEqual(self.s3.get_object(Bucket="datasets", Key="indexed/002.bin")["Body"].read(),
+                         self.data["indexed/002.bin"])
+        self.assertGreater(self.mount()["cache"]["misses"], misses)
+
     def test_s3_header_declares_the_sampler(self):
         order = ["header/%03d.bin" % i for i in sampler_order(FILES, 3, 1)]
         headers = {"x-weft-sampler": "seed=3;epoch=1"}
@@ -161,6 +202,20 @@ class PrefetchTest(unittest.TestCase):
             with self.subTest(body=body):
                 r = self.hint(body)
                 self.assertEqual(r.status_code, status, r.text)
+        indexes = DATASETS + "indexes/"
+        for body, status, code, says in (
+                ({"index": indexes + "none.txt"}, 404, "not_found", "none.txt"),
+                ({"index": indexes + "blank.txt"}, 400, "invalid_json", "lists no files"),
+                ({"index": indexes + "dotdot.txt"}, 400, "invalid_json", "line 2: '.' and '..'"),
+                ({"index": indexes + "absolute.txt"}, 400, "invalid_json", "line 1: an absolute path"),
+                ({"index": indexes + "huge.txt"}, 400, "invalid_json", "more than the 16 MiB"),
+                ({"index": indexes + "missing.txt"}, 404, "not_found", "missing.txt names a file"),
+                ({"index": DATASETS + "indexed"}, 400, "invalid_json", "not a file"),
+                ({"index": indexes + "order.txt", "order": ["000.bin"]}, 400, "invalid_json", "expected one of")):
+            with self.subTest(body=body):
+                r = self.hint({"path": DATASETS + "indexed", **body})
+                self.assertEqual((r.status_code, r.json()["error"]["code"]), (status, code), r.text)
+                self.assertIn(says, r.json()["error"]["message"])
 
         def add_header(request, **kwargs):
             request.headers["x-weft-sampler"] = "seed=x"

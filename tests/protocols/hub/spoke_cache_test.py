@@ -8,6 +8,10 @@
   keeps pinned chunks and drops the others (read again, they are fetched);
   unpin, then evict drops them too. Bad requests get clear errors. The
   `weft cache pin|pins|unpin|evict` commands drive the same API.
+- Pins outlive a restart: the spoke restarted while its link to the hub is
+  down lists the pin as pending; once the link is up it holds again, with
+  what the SSD tier kept counted as cached, and an evict of everything
+  keeps its chunks (reads are all hits). Unpinned, a restart forgets it.
 - Figures: GET /api/v1/cache per tier (within budgets, hits, misses,
   refused admissions and evictions moving as reads go through a small
   cache) and the same figures in /metrics.
@@ -52,7 +56,9 @@ class PinTest(unittest.TestCase):
             hub_put(cls.hub, "data/datasets/" + name, body)
         # RAM 256 KiB, SSD 1 MiB: the other files are twice the whole cache.
         # No learning prefetcher: the figures count the reads' own misses.
-        cls.spoke = Spoke(WEFT, cls.hub, cls.hub.url, protocols=SPOKE,
+        # Through a link that can go down (a restart without the hub).
+        cls.link = cls.hub.emulator()
+        cls.spoke = Spoke(WEFT, cls.hub, "http://" + cls.link.address, protocols=SPOKE,
                           spoke_cache={"ram_bytes": 256 * KIB, "ssd_bytes": 1 << 20}, prefetch=False)
         cls.s = rest(cls.spoke)
 
@@ -180,6 +186,54 @@ class PinTest(unittest.TestCase):
         code, out, err = weft("evict", "--all", "--json")
         self.assertEqual(code, 0, err)
         self.assertEqual(json.loads(out)["pinned"], 0)
+
+    def test_4_pins_outlive_a_restart(self):
+        pinned_bytes = sum(len(b) for b in self.pinned.values())
+        r = self.s.post(self.api("/cache/pins"), json={"path": "data/datasets/pinned"})
+        self.assertEqual(r.status_code, 201, r.text)
+        pin = r.json()
+        self.assertFalse(pin["pending"])
+        wait_job(self, self.s, self.spoke.url, pin["job"]["id"])
+
+        # Restarted without its hub: the pin is recorded, its chunks unknown.
+        self.link.command("down")
+        self.spoke.restart()
+        listed = self.pins()["data/datasets/pinned"]
+        self.assertEqual((listed["pending"], listed["chunks"], listed["cached_bytes"]), (True, 0, 0))
+        r = subprocess.run([WEFT, "cache", "pins", "--data", str(self.spoke.data)], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("data/datasets/pinned: pending", r.stdout)
+        self.link.command("up")
+        deadline = time.monotonic() + 30
+        while (listed := self.pins()["data/datasets/pinned"])["pending"]:
+            self.assertLess(time.monotonic(), deadline, "the pin did not hold again once the hub was back")
+            time.sleep(0.1)
+        self.assertEqual((listed["files"], listed["chunks"]), (2, pin["chunks"]))
+        # What RAM held is gone with the process; what the SSD tier held is
+        # cached and pinned again.
+        self.assertGreater(listed["cached_bytes"], 0)
+        kept = self.evict()
+        self.assertEqual(kept["pinned"], listed["cached_chunks"])
+        before = self.mount()["cache"]
+        self.read(self.pinned)  # what RAM lost lands again, and is kept
+        after = self.mount()["cache"]
+        self.assertEqual(after["miss_bytes"] - before["miss_bytes"], pinned_bytes - listed["cached_bytes"])
+        self.assertEqual(self.pins()["data/datasets/pinned"]["cached_bytes"], pinned_bytes)
+        kept = self.evict()
+        self.assertEqual(kept["pinned"], pin["chunks"])
+        before = self.mount()["cache"]
+        self.read(self.pinned)
+        after = self.mount()["cache"]
+        self.assertEqual((after["misses"], after["hit_bytes"] - before["hit_bytes"]),
+                         (before["misses"], pinned_bytes))
+
+        # Unpinned: the record goes too.
+        r = self.s.delete(self.api("/cache/pins/data/datasets/pinned"))
+        self.assertEqual(r.status_code, 204, r.text)
+        self.spoke.restart()
+        self.assertEqual(self.pins(), {})
+        self.assertEqual(self.evict()["pinned"], 0)
 
 
 def metric(text, name, **labels):
