@@ -119,6 +119,18 @@ class PrefetchTest(unittest.TestCase):
             self.assertEqual(self.s3.get_object(Bucket="datasets", Key=k)["Body"].read(), self.data[k])
         self.assertEqual(self.mount()["cache"]["misses"], misses)
 
+    def assert_only_hinted_fetched(self, hint, keys, unlisted):
+        """Registers `hint`: `keys` are fetched ahead and read as hits, the
+        file `unlisted` (which the hint leaves out) was not fetched."""
+        since = self.sampler_bytes()
+        r = self.hint(hint)
+        self.assertEqual(r.status_code, 204, r.text)
+        self.wait_cached(keys, since)
+        self.read_all_hit(keys)
+        misses = self.mount()["cache"]["misses"]
+        self.assertEqual(self.s3.get_object(Bucket="datasets", Key=unlisted)["Body"].read(), self.data[unlisted])
+        self.assertGreater(self.mount()["cache"]["misses"], misses)
+
     def test_seeded_sampler_over_rest_is_fetched_ahead_in_order(self):
         since = self.sampler_bytes()
         r = self.hint({"path": DATASETS + "seeded", "seed": 7, "epoch": 0, "world_size": 2, "rank": 1})
@@ -136,44 +148,18 @@ class PrefetchTest(unittest.TestCase):
 
     def test_listed_order_over_rest_fetches_only_those_files(self):
         names = ["%03d.bin" % i for i in (5, 17, 2, 11, 8)]
-        since = self.sampler_bytes()
-        r = self.hint({"path": DATASETS + "listed", "order": names})
-        self.assertEqual(r.status_code, 204, r.text)
-        keys = ["listed/" + n for n in names]
-        self.wait_cached(keys, since)
-        self.read_all_hit(keys)
-        # A file the order did not name was not fetched.
-        misses = self.mount()["cache"]["misses"]
-        self.assertEqual(self.s3.get_object(Bucket="datasets", Key="listed/000.bin")["Body"].read(),
-                         self.data["listed/000.bin"])
-        self.assertGreater(self.mount()["cache"]["misses"], misses)
+        self.assert_only_hinted_fetched({"path": DATASETS + "listed", "order": names},
+                                        ["listed/" + n for n in names], "listed/000.bin")
 
     def test_index_file_order_is_fetched_ahead(self):
-        since = self.sampler_bytes()
-        r = self.hint({"path": DATASETS + "indexed", "index": DATASETS + "indexes/order.txt"})
-        self.assertEqual(r.status_code, 204, r.text)
-        keys = ["indexed/" + n for n in self.index_order]
-        self.wait_cached(keys, since)
-        self.read_all_hit(keys)
-        # A file the index does not list was not fetched.
-        misses = self.mount()["cache"]["misses"]
-        self.assertEqual(self.s3.get_object(Bucket="datasets", Key="indexed/001.bin")["Body"].read(),
-                         self.data["indexed/001.bin"])
-        self.assertGreater(self.mount()["cache"]["misses"], misses)
+        self.assert_only_hinted_fetched({"path": DATASETS + "indexed", "index": DATASETS + "indexes/order.txt"},
+                                        ["indexed/" + n for n in self.index_order], "indexed/001.bin")
 
     def test_seeded_sampler_over_an_index_file_shuffles_its_list(self):
-        since = self.sampler_bytes()
-        r = self.hint({"path": DATASETS + "indexed", "index": DATASETS + "indexes/subset.txt", "seed": 5,
-                       "world_size": 2, "rank": 0})
-        self.assertEqual(r.status_code, 204, r.text)
         # The sampler numbers the index file's lines, not the directory's files.
         keys = ["indexed/" + self.index_subset[i] for i in sampler_order(len(self.index_subset), 5, 0, 2, 0)]
-        self.wait_cached(keys, since)
-        self.read_all_hit(keys)
-        misses = self.mount()["cache"]["misses"]
-        self.assertEqual(self.s3.get_object(Bucket="datasets", Key="indexed/002.bin")["Body"].read(),
-                         self.data["indexed/002.bin"])
-        self.assertGreater(self.mount()["cache"]["misses"], misses)
+        self.assert_only_hinted_fetched({"path": DATASETS + "indexed", "index": DATASETS + "indexes/subset.txt",
+                                         "seed": 5, "world_size": 2, "rank": 0}, keys, "indexed/002.bin")
 
     def test_s3_header_declares_the_sampler(self):
         order = ["header/%03d.bin" % i for i in sampler_order(FILES, 3, 1)]
