@@ -92,6 +92,16 @@ std::pair<std::string, std::string> split_leaf(std::string_view path) {
 
 class ChunksOnWire;
 
+// Appends chunk `c` of `name` at `version` to a request's list, grouped
+// by file as the hub client takes them. Returns its file's index.
+std::size_t append_chunk(std::vector<hub::FileChunks>& files, const std::string& name, std::uint64_t version,
+                         const wire::ChunkRef& c) {
+  if (files.empty() || files.back().name != name || files.back().version != version)
+    files.push_back(hub::FileChunks{name, version, {}});
+  files.back().chunks.push_back(c);
+  return files.size() - 1;
+}
+
 // Chunks fetched in one request: of one file (a reader's consecutive
 // misses, by `chunks`) or of several files of one directory (fetched
 // ahead, by `dir_chunks`). Each chunk's cache miss handler waits for the
@@ -109,7 +119,7 @@ struct ChunkBatch {
   bool started = false;            // guarded by mu
   Errc error = Errc::ok;           // guarded by mu
   std::vector<std::string> bytes;  // guarded by mu
-  std::vector<bool> not_asked;     // guarded by mu: refs cached already when the batch was sent
+  std::vector<bool> not_asked;     // guarded by mu, once fetched: refs cached already when the batch was sent
   Flight fetched;
 
   ChunkBatch() = default;
@@ -119,11 +129,8 @@ struct ChunkBatch {
 
   // Before the batch is shared: one more chunk (of `name` at `version`).
   std::size_t add(const std::string& name, std::uint64_t version, const wire::ChunkRef& c) {
-    if (files.empty() || files.back().name != name || files.back().version != version)
-      files.push_back(hub::FileChunks{name, version, {}});
-    files.back().chunks.push_back(c);
+    file_of.push_back(append_chunk(files, name, version, c));
     refs.push_back(c);
-    file_of.push_back(files.size() - 1);
     return refs.size() - 1;
   }
 };
@@ -143,29 +150,25 @@ class ChunksOnWire {
     std::shared_ptr<ChunkBatch> batch;  // null: the claiming batch asks for it (or, not_asked, nobody)
     std::size_t index = 0;              // in batch->refs
   };
-  // One per chunk of `b`; sets b->not_asked. A batch only waits for
-  // batches that claimed before it, so waits cannot go round in a circle.
-  std::vector<Source> claim(const std::shared_ptr<ChunkBatch>& b) {
-    std::vector<Source> sources(b->refs.size());
-    std::vector<bool> not_asked(b->refs.size());
-    {
-      std::lock_guard lock(mu_);
-      for (std::size_t i = 0; i < b->refs.size(); ++i) {
-        const cache::Digest& d = b->refs[i].digest;
-        if (auto it = claims_.find(d); it != claims_.end()) {
-          sources[i] = {it->second.batch.lock(), it->second.index};  // alive: ~ChunkBatch erases it first
-          continue;
-        }
-        if (b->chunks->holds(d) != cache::ChunkCache::Held::no) {
-          not_asked[i] = true;
-          continue;
-        }
+  struct Plan {
+    std::vector<Source> sources;  // one per chunk of the batch
+    std::vector<bool> not_asked;  // chunks the cache holds: nobody asks for them
+  };
+  // A batch only waits for batches that claimed before it, so waits cannot
+  // go round in a circle.
+  Plan claim(const std::shared_ptr<ChunkBatch>& b) {
+    Plan plan{std::vector<Source>(b->refs.size()), std::vector<bool>(b->refs.size())};
+    std::lock_guard lock(mu_);
+    for (std::size_t i = 0; i < b->refs.size(); ++i) {
+      const cache::Digest& d = b->refs[i].digest;
+      if (auto it = claims_.find(d); it != claims_.end())
+        plan.sources[i] = {it->second.batch.lock(), it->second.index};  // alive: ~ChunkBatch erases it first
+      else if (b->chunks->holds(d) != cache::ChunkCache::Held::no)
+        plan.not_asked[i] = true;
+      else
         claims_.emplace(d, Claim{b, b.get(), i});
-      }
     }
-    std::lock_guard lock(b->mu);
-    b->not_asked = std::move(not_asked);
-    return sources;
+    return plan;
   }
   // `b` is gone: its chunks are in the cache (or failed).
   void release(const ChunkBatch* b) {
@@ -188,60 +191,63 @@ ChunkBatch::~ChunkBatch() {
   if (on_wire) on_wire->release(this);
 }
 
+// One request for the chunks `files` list (of `dir`): their bytes into
+// `out`, in order, or the error.
+asio::awaitable<Errc> request_chunks(hub::Remote& client, const std::string& dir,
+                                     const std::vector<hub::FileChunks>& files, std::vector<std::string>& out) {
+  std::size_t count = 0;
+  for (const auto& f : files) count += f.chunks.size();
+  auto op = files.size() == 1 ? client.fetch(join(dir, files[0].name), files[0].version, files[0].chunks)
+                              : client.fetch_files(dir, files);
+  auto r = co_await std::move(op);
+  if (!r) {
+    spdlog::debug("spoke: fetching chunks of {} files in {} failed: {}", files.size(), dir, r.error().message);
+    co_return errc_of_hub(r.error());
+  }
+  if (r->size() != count) co_return Errc::io;
+  out = std::move(*r);
+  co_return Errc::ok;
+}
+
 // Sends the part of a batch it claimed (ChunksOnWire) and takes the rest
 // from the batches that have it; then wakes whoever waits for the batch.
 asio::awaitable<void> run_batch(std::shared_ptr<ChunkBatch> b) {
-  const auto sources = b->on_wire->claim(b);
-  std::vector<bool> not_asked;
-  {
-    std::lock_guard lock(b->mu);
-    not_asked = b->not_asked;
-  }
+  auto plan = b->on_wire->claim(b);
   // What this batch asks for itself, file by file as the batch lists them.
   std::vector<hub::FileChunks> files;
   std::vector<std::size_t> asked;  // their indexes in b->refs
   for (std::size_t i = 0; i < b->refs.size(); ++i) {
-    if (sources[i].batch || not_asked[i]) continue;
+    if (plan.sources[i].batch || plan.not_asked[i]) continue;
     const auto& f = b->files[b->file_of[i]];
-    if (files.empty() || files.back().name != f.name || files.back().version != f.version)
-      files.push_back(hub::FileChunks{f.name, f.version, {}});
-    files.back().chunks.push_back(b->refs[i]);
+    append_chunk(files, f.name, f.version, b->refs[i]);
     asked.push_back(i);
   }
   Errc error = Errc::ok;
   std::vector<std::string> bytes(b->refs.size());
   if (!files.empty()) {
-    auto op = files.size() == 1 ? b->client->fetch(join(b->dir, files[0].name), files[0].version, files[0].chunks)
-                                : b->client->fetch_files(b->dir, files);
-    auto r = co_await std::move(op);
-    if (!r) {
-      spdlog::debug("spoke: fetching chunks of {} files in {} failed: {}", files.size(), b->dir, r.error().message);
-      error = errc_of_hub(r.error());
-    } else if (r->size() != asked.size()) {
-      error = Errc::io;
-    } else {
-      for (std::size_t k = 0; k < asked.size(); ++k) bytes[asked[k]] = std::move((*r)[k]);
-    }
+    std::vector<std::string> got;
+    auto op = request_chunks(*b->client, b->dir, files, got);
+    error = co_await std::move(op);
+    for (std::size_t k = 0; k < got.size(); ++k) bytes[asked[k]] = std::move(got[k]);
   }
-  for (std::size_t k = 0; k < sources.size() && error == Errc::ok; ++k) {
-    const auto& from = sources[k].batch;
+  for (std::size_t k = 0; k < plan.sources.size() && error == Errc::ok; ++k) {
+    const auto& [from, index] = plan.sources[k];
     if (!from) continue;
     if (from == b) {  // repeated within this batch
-      bytes[k] = bytes[sources[k].index];
+      bytes[k] = bytes[index];
       continue;
     }
     co_await from->fetched.wait();
     std::lock_guard lock(from->mu);
     if (from->error != Errc::ok)
       error = from->error;
-    else if (from->not_asked.empty() || from->not_asked[sources[k].index])
-      error = Errc::io;  // cannot be: a claim is asked for
     else
-      bytes[k] = from->bytes[sources[k].index];
+      bytes[k] = from->bytes[index];
   }
   {
     std::lock_guard lock(b->mu);
     b->error = error;
+    b->not_asked = std::move(plan.not_asked);
     if (error == Errc::ok) b->bytes = std::move(bytes);
   }
   b->fetched.finish();
@@ -267,11 +273,11 @@ asio::awaitable<cache::Result<std::string>> fetch_from_batch(std::shared_ptr<Chu
   }
   // Cached when the batch was sent and evicted since: asked for alone.
   const auto& f = b->files[b->file_of[i]];
-  auto op = b->client->fetch(join(b->dir, f.name), f.version, {b->refs[i]});
-  auto r = co_await std::move(op);
-  if (!r) co_return make_error_code(errc_of_hub(r.error()));
-  if (r->size() != 1) co_return make_error_code(Errc::io);
-  co_return std::move(r->front());
+  const std::vector<hub::FileChunks> alone{hub::FileChunks{f.name, f.version, {b->refs[i]}}};
+  std::vector<std::string> got;
+  auto op = request_chunks(*b->client, b->dir, alone, got);
+  if (Errc e = co_await std::move(op); e != Errc::ok) co_return make_error_code(e);
+  co_return std::move(got.front());
 }
 
 struct BatchSlot {
