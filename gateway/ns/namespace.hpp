@@ -205,8 +205,9 @@ struct CachePin {
   std::uint64_t files = 0;      // files listed when pinned
   std::uint64_t chunks = 0;     // their distinct chunks
   std::uint64_t cached_chunks = 0, cached_bytes = 0;  // of them, in the cache now
-  // Recorded, its chunks not known yet: from a restart until its mount
-  // reaches the hub again (the figures above are 0 meanwhile).
+  // From a restart until its mount reaches the hub again: it holds the
+  // files and chunks recorded when it last held (the figures above), the
+  // versions current then not known yet.
   bool pending = false;
 };
 

@@ -137,6 +137,11 @@ class Spokes {
   struct OpenFile;
   struct Staged;
   struct State;
+  // The distinct chunks of some files (a pin's), and how many files.
+  struct FileChunks {
+    std::vector<cache::Digest> digests;
+    std::uint64_t files = 0;
+  };
 
  private:
   static constexpr std::uint64_t kHandleBit = 1ull << 63;
@@ -156,16 +161,13 @@ class Spokes {
   std::shared_ptr<OpenFile> open_file(Handle h) const;
   // The distinct chunks of the files at or below `ino`, at their current
   // versions (each file opened for its manifest), and how many files.
-  struct FileChunks {
-    std::vector<cache::Digest> digests;
-    std::uint64_t files = 0;
-  };
   Task<FileChunks> chunks_below(const OpContext& ctx, Ino ino);
   // The attributes of `path` ("a/b"; "": `dir` itself) below directory
   // `dir`, each name looked up in turn (spoke.cpp).
   Task<Attr> walk(const OpContext& ctx, Ino dir, std::string path);
-  // Pins recorded in the store, pending until their mounts reach the hub,
-  // for start() (spoke_cache.cpp).
+  // Pins recorded in the store, for start() (spoke_cache.cpp): each holds
+  // its recorded chunks at once, and is pending until its mount reaches the
+  // hub.
   Status load_pins();
   // Makes the pending pins of mount `m` (which has just reached its hub)
   // pins of the cache again; those it cannot resolve stay pending.

@@ -3,10 +3,11 @@
 // at or below it, at their current versions, through the mount's own calls
 // (a listing per directory, an open per file for its manifest); the cache
 // keeps or drops those chunks. A pin is also recorded in the metadata store
-// as its mount and the path below it: at start the records are pending
-// pins, each resolved again (its chunks, at the versions current then) when
-// its mount reaches the hub; one that fails stays pending until the next
-// connection. A recording is a TraceRecorder the mount's reads hand to the
+// as its mount, the path below it and the chunks it held: at start each
+// record pins its chunks again at once (so that no other mount's reads
+// evict them while this one's hub is out of reach) and is a pending pin,
+// resolved again (its chunks, at the versions current then) when its mount
+// reaches the hub; one that fails stays pending until the next connection. A recording is a TraceRecorder the mount's reads hand to the
 // cache (spoke_read.cpp).
 #include "gateway/ns/spoke_internal.hpp"
 
@@ -14,6 +15,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
+#include <optional>
 
 namespace weft::ns {
 
@@ -77,9 +80,18 @@ Task<Spokes::FileChunks> Spokes::chunks_below(const OpContext& ctx, Ino root) {
 
 namespace {
 
-Status record_pin(kv::Store& kv, const std::string& path, const State::PinTarget& target) {
+// A pin's record: a line of JSON (its mount, the path below it and how
+// many files it listed), then its chunks' digests, 32 bytes each, so that a
+// large pin costs a few bytes a chunk.
+Status record_pin(kv::Store& kv, const std::string& path, const State::PinTarget& target,
+                  const Spokes::FileChunks& chunks) {
+  const auto& digests = chunks.digests;
+  std::string value =
+      nlohmann::json{{"mount", target.mount}, {"path", target.path}, {"files", chunks.files}}.dump();
+  value += '\n';
+  for (const auto& d : digests) value.append(reinterpret_cast<const char*>(d.data()), d.size());
   auto txn = kv.begin();
-  txn->put(rec::key_spoke_pin(path), nlohmann::json{{"mount", target.mount}, {"path", target.path}}.dump());
+  txn->put(rec::key_spoke_pin(path), value);
   if (auto c = txn->commit(kv::Durability::sync); !c.ok()) {
     spdlog::error("cannot record the cache pin {}: {}", path, c.message);
     return Errc::io;
@@ -87,27 +99,50 @@ Status record_pin(kv::Store& kv, const std::string& path, const State::PinTarget
   return {};
 }
 
+// A record as record_pin wrote it (or, from before chunks were recorded,
+// the JSON alone); nullopt if damaged.
+std::optional<std::pair<State::PinTarget, Spokes::FileChunks>> parse_pin(std::string_view v) {
+  const std::size_t eol = std::min(v.find('\n'), v.size());
+  auto j = nlohmann::json::parse(v.substr(0, eol), nullptr, false);
+  const std::string_view chunks = v.substr(std::min(eol + 1, v.size()));
+  if (!j.is_object() || !j.contains("mount") || !j["mount"].is_string() || j["mount"].empty() ||
+      !j.contains("path") || !j["path"].is_string() || chunks.size() % sizeof(cache::Digest) != 0)
+    return std::nullopt;
+  Spokes::FileChunks held;
+  held.files = j.value("files", std::uint64_t{0});
+  held.digests.resize(chunks.size() / sizeof(cache::Digest));
+  if (!chunks.empty()) std::memcpy(held.digests.data(), chunks.data(), chunks.size());
+  return std::pair{State::PinTarget{j["mount"].get<std::string>(), j["path"].get<std::string>()}, std::move(held)};
+}
+
 }  // namespace
 
 Status Spokes::load_pins() {
   State& st = *state_;
   const std::string prefix(1, rec::kSpokePinTag);
+  std::vector<std::pair<std::string, FileChunks>> held;
   std::lock_guard lock(st.pins_mu);
   kv::Status s = ns_.kv->scan(prefix, kv::prefix_end(prefix), 0, [&](std::string_view k, std::string_view v) {
-    auto j = nlohmann::json::parse(v, nullptr, false);
     const std::string path(k.substr(1));
-    if (j.is_object() && !j.value("mount", std::string()).empty())
-      st.pending_pins[path] = State::PinTarget{j.value("mount", ""), j.value("path", "")};
-    else
+    if (auto pin = parse_pin(v)) {
+      st.pending_pins[path] = std::move(pin->first);
+      held.emplace_back(path, std::move(pin->second));
+    } else {
       spdlog::error("the record of the cache pin {} is damaged: pin it again to replace it", path);
+    }
     return true;
   });
   if (!s.ok()) {
     spdlog::error("cannot read the cache pins: {}", s.message);
     return Errc::io;
   }
-  if (!st.pending_pins.empty())
-    spdlog::info("{} cache pins to re-establish as their mounts connect", st.pending_pins.size());
+  if (held.empty()) return {};
+  if (auto opened = open_cache(state_, ns_.opt.data_dir); !opened) return opened.error();
+  for (const auto& [path, chunks] : held) {
+    st.chunks->pin(path, chunks.digests);
+    st.pinned_files[path] = chunks.files;
+  }
+  spdlog::info("{} cache pins hold their recorded chunks until their mounts connect", held.size());
   return {};
 }
 
@@ -139,6 +174,10 @@ asio::awaitable<void> Spokes::restore_pins(std::shared_ptr<Mount> m) {
     // Unpinned, or pinned anew, meanwhile.
     auto it = st.pending_pins.find(path);
     if (it == st.pending_pins.end() || it->second.mount != target.mount || it->second.path != target.path) continue;
+    // Recorded anew: a restart holds the chunks of these versions.
+    if (auto s = record_pin(*ns_.kv, path, target, *below); !s)
+      spdlog::warn("spoke {}: the cache pin {} holds, but a restart would hold the chunks it had before", m->name,
+                   path);
     st.pending_pins.erase(it);
     st.chunks->pin(path, below->digests);
     st.pinned_files[path] = below->files;
@@ -158,7 +197,7 @@ Task<CachePin> Spokes::pin(const OpContext& ctx, Ino ino, std::string path) {
   const State::PinTarget target{w->mount->name, w->shadow.path};
   {
     std::lock_guard lock(st.pins_mu);
-    if (auto s = record_pin(*ns_.kv, path, target); !s) co_return s.error();
+    if (auto s = record_pin(*ns_.kv, path, target, *below); !s) co_return s.error();
     if (auto it = st.pending_pins.find(path); it != st.pending_pins.end()) st.pending_pins.erase(it);
     st.chunks->pin(path, below->digests);
     st.pinned_files[path] = below->files;
@@ -195,13 +234,15 @@ std::vector<CachePin> Spokes::pins() const {
     for (const auto& p : st.chunks->pins()) {
       auto files = st.pinned_files.find(p.owner);
       out.push_back(pin_of(p, files == st.pinned_files.end() ? 0 : files->second));
+      out.back().pending = st.pending_pins.contains(p.owner);
     }
-  for (const auto& [path, target] : st.pending_pins) {
-    CachePin p;
-    p.path = path;
-    p.pending = true;
-    out.push_back(std::move(p));
-  }
+  for (const auto& [path, target] : st.pending_pins)
+    if (std::none_of(out.begin(), out.end(), [&](const CachePin& p) { return p.path == path; })) {
+      CachePin p;
+      p.path = path;
+      p.pending = true;
+      out.push_back(std::move(p));
+    }
   std::sort(out.begin(), out.end(), [](const CachePin& a, const CachePin& b) { return a.path < b.path; });
   return out;
 }

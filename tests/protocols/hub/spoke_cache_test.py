@@ -9,9 +9,9 @@
   unpin, then evict drops them too. Bad requests get clear errors. The
   `weft cache pin|pins|unpin|evict` commands drive the same API.
 - Pins outlive a restart: the spoke restarted while its link to the hub is
-  down lists the pin as pending; once the link is up it holds again, with
-  what the SSD tier kept counted as cached, and an evict of everything
-  keeps its chunks (reads are all hits). Unpinned, a restart forgets it.
+  down lists the pin as pending, holding the chunks it recorded (an evict
+  of everything keeps what the SSD tier held); once the link is up it holds
+  again, and an evict of everything keeps its chunks (reads are all hits). Unpinned, a restart forgets it.
 - Figures: GET /api/v1/cache per tier (within budgets, hits, misses,
   refused admissions and evictions moving as reads go through a small
   cache) and the same figures in /metrics.
@@ -195,11 +195,17 @@ class PinTest(unittest.TestCase):
         self.assertFalse(pin["pending"])
         wait_job(self, self.s, self.spoke.url, pin["job"]["id"])
 
-        # Restarted without its hub: the pin is recorded, its chunks unknown.
+        # Restarted without its hub: the pin is pending (the versions current
+        # now are not known) and holds the chunks it recorded: what the SSD
+        # tier kept survives an evict of everything meanwhile.
         self.link.command("down")
         self.spoke.restart()
         listed = self.pins()["data/datasets/pinned"]
-        self.assertEqual((listed["pending"], listed["chunks"], listed["cached_bytes"]), (True, 0, 0))
+        self.assertEqual((listed["pending"], listed["files"], listed["chunks"]), (True, 2, pin["chunks"]))
+        self.assertGreater(listed["cached_bytes"], 0)
+        kept = self.evict()
+        self.assertEqual(kept["pinned"], listed["cached_chunks"])
+        self.assertEqual(self.pins()["data/datasets/pinned"]["cached_bytes"], listed["cached_bytes"])
         r = subprocess.run([WEFT, "cache", "pins", "--data", str(self.spoke.data)], capture_output=True, text=True,
                            timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
