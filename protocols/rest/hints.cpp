@@ -8,26 +8,21 @@
 #include "protocols/rest/handlers.hpp"
 #include "protocols/rest/places.hpp"
 
-#include <span>
+#include "gateway/ns/index_file.hpp"
+
 #include <string_view>
 
 namespace weft::rest {
 
 namespace {
 
-// An index file larger than this is refused: its list is held in memory.
-constexpr std::uint64_t kMaxIndexBytes = 16u << 20;
-
 // An entry of an order: a path below the hinted directory.
 Expected<std::string> order_entry(std::string_view entry) {
-  if (entry.starts_with('/')) return bad_path("an absolute path (expected one below the hinted directory)");
-  auto parts = split_path(entry);
-  if (!parts) return parts.error();
-  return join_path(*parts);
+  if (auto why = ns::index_entry_fault(entry)) return bad_path(*why);
+  return std::string(entry);
 }
 
-// The paths an index file lists, one a line (blank lines and a final
-// newline aside; CRLF line ends too), as data loaders keep them.
+// The paths an index file lists (gateway/ns/index_file.hpp).
 boost::asio::awaitable<Expected<std::vector<std::string>>> read_index(ns::Namespace& ns, ns::OpContext& ctx,
                                                                        std::string field) {
   auto path = split_path(field);
@@ -36,43 +31,13 @@ boost::asio::awaitable<Expected<std::vector<std::string>>> read_index(ns::Namesp
   if (!place) co_return place.error();
   auto attr = co_await stat_place(ns, ctx, *place);
   if (!attr) co_return attr.error();
-  const std::string& name = place->display;
-  if (attr->type != ns::FileType::regular) co_return invalid_json("index file " + name + ": not a file");
-  if (attr->size > kMaxIndexBytes)
-    co_return invalid_json("index file " + name + ": " + std::to_string(attr->size) + " bytes, more than the " +
-                           std::to_string(kMaxIndexBytes >> 20) + " MiB an index may have");
-  ns::OpenFlags flags;
-  flags.snapshot = true;  // one version, even if it is replaced meanwhile
-  auto h = co_await ns.open(ctx, attr->ino, flags);
-  if (!h) co_return from_ns(h.error(), name);
-  std::string text(static_cast<std::size_t>(attr->size), '\0');
-  std::size_t have = 0;
-  std::error_code failed;
-  while (have < text.size()) {
-    const auto left = std::as_writable_bytes(std::span(text)).subspan(have);
-    auto n = co_await ns.read(ctx, *h, have, left);
-    if (!n) failed = n.error();
-    if (!n || *n == 0) break;
-    have += *n;
+  auto op = ns::read_index_file(ns, ctx, *attr);
+  auto index = co_await std::move(op);
+  if (!index) {
+    if (!index.error().why.empty()) co_return invalid_json("index file " + place->display + ": " + index.error().why);
+    co_return from_ns(index.error().error, place->display);
   }
-  co_await ns.release(ctx, *h);
-  if (failed) co_return from_ns(failed, name);
-  text.resize(have);
-  std::vector<std::string> out;
-  std::size_t line = 0;
-  for (std::string_view rest = text; !rest.empty();) {
-    const std::size_t end = rest.find('\n');
-    std::string_view entry = rest.substr(0, end);
-    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
-    ++line;
-    if (entry.ends_with('\r')) entry.remove_suffix(1);
-    if (entry.empty()) continue;
-    auto p = order_entry(entry);
-    if (!p) co_return invalid_json("index file " + name + ", line " + std::to_string(line) + ": " + p.error().message);
-    out.push_back(std::move(*p));
-  }
-  if (out.empty()) co_return invalid_json("index file " + name + ": lists no files");
-  co_return out;
+  co_return std::move(*index);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "gateway/ns/namespace.hpp"
 #include "protocols/s3/meta.hpp"
+#include "protocols/s3/sampler_hint.hpp"
 #include "protocols/s3/uploads.hpp"
 
 #include <boost/asio/thread_pool.hpp>
@@ -21,6 +22,7 @@ struct Service {
   boost::asio::thread_pool& blocking;
   std::uint64_t min_part_size = 5ull << 20;  // all parts of a multipart upload but the last
   MetaMemo meta_memo;
+  SamplerMemo sampler_memo;
 };
 
 }  // namespace weft::s3

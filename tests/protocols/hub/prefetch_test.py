@@ -4,7 +4,8 @@ end to end: a hub and a spoke through the WAN emulator. A job declares the
 order it will read a dataset in — a seeded sampler over REST, an explicit
 list over REST, an index file (on the mount itself, so read from the hub)
 in its order or shuffled by a seeded sampler, or the x-weft-sampler header
-of an S3 GET — and the spoke fetches those files before they are read: the
+of an S3 GET (a seeded sampler, an index file or both; sent with every GET
+as loaders do) — and the spoke fetches those files before they are read: the
 reads afterwards find every chunk in the spoke's cache and send the hub no
 chunk request, while files outside a list are not fetched. Bad hints and
 bad index files get clear errors. A mount with the prefetcher off refuses
@@ -18,6 +19,7 @@ import sys
 import time
 import unittest
 
+import botocore.exceptions
 import requests
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -161,23 +163,41 @@ class PrefetchTest(unittest.TestCase):
         self.assert_only_hinted_fetched({"path": DATASETS + "indexed", "index": DATASETS + "indexes/subset.txt",
                                          "seed": 5, "world_size": 2, "rank": 0}, keys, "indexed/002.bin")
 
-    def test_s3_header_declares_the_sampler(self):
-        order = ["header/%03d.bin" % i for i in sampler_order(FILES, 3, 1)]
-        headers = {"x-weft-sampler": "seed=3;epoch=1"}
-        since = self.sampler_bytes()
-
+    def get_declaring(self, key, sampler):
+        """GETs `key` over S3 with the x-weft-sampler header `sampler`."""
         def add_header(request, **kwargs):
-            for name, value in headers.items():
-                request.headers[name] = value
+            request.headers["x-weft-sampler"] = sampler
 
         self.s3.meta.events.register("before-sign.s3.GetObject", add_header)
         try:
-            body = self.s3.get_object(Bucket="datasets", Key=order[0])["Body"].read()
+            return self.s3.get_object(Bucket="datasets", Key=key)["Body"].read()
         finally:
             self.s3.meta.events.unregister("before-sign.s3.GetObject", add_header)
-        self.assertEqual(body, self.data[order[0]])
+
+    def test_s3_header_declares_the_sampler(self):
+        order = ["header/%03d.bin" % i for i in sampler_order(FILES, 3, 1)]
+        since = self.sampler_bytes()
+        self.assertEqual(self.get_declaring(order[0], "seed=3;epoch=1"), self.data[order[0]])
         self.wait_cached(order[1:], since)
         self.read_all_hit(order[1:])
+
+    def test_s3_header_names_an_index_file(self):
+        keys = ["indexed/" + n for n in self.index_order]
+        since = self.sampler_bytes()
+        self.assertEqual(self.get_declaring(keys[0], "index=indexes/order.txt"), self.data[keys[0]])
+        self.wait_cached(keys[1:], since)
+        # The same header with every GET, as a loader sends it: all hits.
+        misses = self.mount()["cache"]["misses"]
+        for k in keys[1:]:
+            self.assertEqual(self.get_declaring(k, "index=indexes/order.txt"), self.data[k])
+        self.assertEqual(self.mount()["cache"]["misses"], misses)
+        # With a seed, the sampler shuffles the index file's list.
+        subset = ["indexed/" + self.index_subset[i] for i in sampler_order(len(self.index_subset), 5, 0, 2, 1)]
+        since = self.sampler_bytes()
+        self.assertEqual(self.get_declaring(subset[0], "seed=5;world=2;rank=1;index=indexes%2Fsubset.txt"),
+                         self.data[subset[0]])
+        self.wait_cached(subset[1:], since)
+        self.read_all_hit(subset[1:])
 
     def test_bad_hints_are_refused(self):
         for body, status in (({"path": DATASETS + "seeded"}, 400),
@@ -203,16 +223,15 @@ class PrefetchTest(unittest.TestCase):
                 self.assertEqual((r.status_code, r.json()["error"]["code"]), (status, code), r.text)
                 self.assertIn(says, r.json()["error"]["message"])
 
-        def add_header(request, **kwargs):
-            request.headers["x-weft-sampler"] = "seed=x"
-
-        self.s3.meta.events.register("before-sign.s3.GetObject", add_header)
-        try:
-            with self.assertRaises(Exception) as e:
-                self.s3.get_object(Bucket="datasets", Key="seeded/000.bin")
-            self.assertIn("InvalidArgument", str(e.exception))
-        finally:
-            self.s3.meta.events.unregister("before-sign.s3.GetObject", add_header)
+        for sampler, code, says in (("seed=x", "InvalidArgument", "seed is not"),
+                                    ("index=indexes/dotdot.txt", "InvalidArgument", "line 2: '.' and '..'"),
+                                    ("index=indexes/missing.txt", "InvalidArgument", "names a file that"),
+                                    ("index=indexes/none.txt", "NoSuchKey", "no index file indexes/none.txt")):
+            with self.subTest(sampler=sampler):
+                with self.assertRaises(botocore.exceptions.ClientError) as e:
+                    self.get_declaring("indexed/000.bin", sampler)
+                self.assertEqual(e.exception.response["Error"]["Code"], code)
+                self.assertIn(says, e.exception.response["Error"]["Message"])
 
 
 class PrefetchOffTest(unittest.TestCase):
