@@ -1,6 +1,7 @@
 #include "backend/connectors/http_client.hpp"
 
 #include "backend/net/connect.hpp"
+#include "backend/net/pool.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -37,11 +38,7 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-struct Connection {
-  explicit Connection(net::Stream s) : stream(std::move(s)) {}
-  net::Stream stream;
-  beast::flat_buffer buffer;
-};
+using net::Connection;
 
 // One request and its response on an open connection.
 template <class Stream>
@@ -69,21 +66,7 @@ struct HttpClient::Impl {
   HttpOptions options;
   net::Endpoint endpoint;
 
-  std::mutex mu;
-  std::vector<std::unique_ptr<Connection>> idle;  // guarded by mu
-  bool closed = false;                             // guarded by mu
-
-  std::unique_ptr<Connection> take_idle() {
-    std::lock_guard lock(mu);
-    if (idle.empty()) return nullptr;
-    auto c = std::move(idle.back());
-    idle.pop_back();
-    return c;
-  }
-  void give_back(std::unique_ptr<Connection> c) {
-    std::lock_guard lock(mu);
-    if (!closed && idle.size() < options.connections) idle.push_back(std::move(c));
-  }
+  std::unique_ptr<net::ConnectionPool> pool;
 
   asio::awaitable<Result<std::unique_ptr<Connection>>> connect() {
     auto s = co_await endpoint.connect(executor, options.timeout);
@@ -98,7 +81,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::create(asio::any_io_executor exe
   if (!endpoint) return failure(Errc::invalid, endpoint.error().message);
   auto impl = std::make_shared<Impl>();
   impl->endpoint = std::move(*endpoint);
-  if (options.connections == 0) options.connections = 1;
+  impl->pool = std::make_unique<net::ConnectionPool>(options.connections);
   impl->executor = std::move(executor);
   impl->options = std::move(options);
   return std::unique_ptr<HttpClient>(new HttpClient(std::move(impl)));
@@ -109,12 +92,7 @@ HttpClient::~HttpClient() = default;
 
 const std::string& HttpClient::host() const { return impl_->endpoint.url().host_header; }
 
-void HttpClient::close() {
-  std::vector<std::unique_ptr<Connection>> dropped;
-  std::lock_guard lock(impl_->mu);
-  impl_->closed = true;
-  dropped.swap(impl_->idle);
-}
+void HttpClient::close() { impl_->pool->close(); }
 
 asio::awaitable<Result<HttpResponse>> HttpClient::send(HttpRequest request, bool idempotent) {
   const auto impl = impl_;
@@ -128,7 +106,7 @@ asio::awaitable<Result<HttpResponse>> HttpClient::send(HttpRequest request, bool
   req.prepare_payload();
   req.keep_alive(true);
   for (int attempt = 0;; ++attempt) {
-    auto c = impl->take_idle();
+    auto c = impl->pool->take();
     const bool reused = c != nullptr;
     if (!c) {
       auto fresh = co_await impl->connect();
@@ -153,7 +131,7 @@ asio::awaitable<Result<HttpResponse>> HttpClient::send(HttpRequest request, bool
     out.status = res.result_int();
     for (const auto& field : res) out.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     out.body = std::move(res.body());
-    if (res.keep_alive()) impl->give_back(std::move(c));
+    if (res.keep_alive()) impl->pool->give_back(std::move(c));
     co_return out;
   }
 }

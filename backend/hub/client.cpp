@@ -2,6 +2,7 @@
 
 #include "backend/hub/feed.hpp"
 #include "backend/net/connect.hpp"
+#include "backend/net/pool.hpp"
 #include "gateway/text/percent.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -91,11 +92,7 @@ struct Json {
   nlohmann::json value;
 };
 
-struct Connection {
-  explicit Connection(net::Stream s) : stream(std::move(s)) {}
-  net::Stream stream;
-  beast::flat_buffer buffer;
-};
+using net::Connection;
 
 // A request written and its answer read on `stream`; the write's error,
 // then the read's (not tried when the write failed).
@@ -121,22 +118,8 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
   net::Endpoint endpoint;
   std::string authorization;
 
-  std::mutex mu;
-  std::vector<std::unique_ptr<Connection>> idle;  // guarded by mu
-  bool closed = false;                            // guarded by mu: close() was called
+  std::unique_ptr<net::ConnectionPool> pool;
   std::atomic<std::uint64_t> requests{0}, wire_in{0}, chunk_wire_in{0}, logical_in{0}, wire_out{0}, retried{0};
-
-  std::unique_ptr<Connection> take_idle() {
-    std::lock_guard lock(mu);
-    if (idle.empty()) return nullptr;
-    auto c = std::move(idle.back());
-    idle.pop_back();
-    return c;
-  }
-  void give_back(std::unique_ptr<Connection> c) {
-    std::lock_guard lock(mu);
-    if (!closed && idle.size() < opt.connections) idle.push_back(std::move(c));
-  }
 
   asio::awaitable<Result<std::unique_ptr<Connection>>> connect() {
     auto s = co_await endpoint.connect(ex, opt.timeout);
@@ -157,7 +140,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
     for (int attempt = 0;; ++attempt) {
       // A retry connects afresh: the other idle connections are as old as
       // the one that turned out closed.
-      auto c = attempt == 0 ? take_idle() : nullptr;
+      auto c = attempt == 0 ? pool->take() : nullptr;
       const bool reused = c != nullptr;
       if (!c) {
         auto fresh = co_await connect();
@@ -194,7 +177,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
       wire_out += body.size();
       auto res = parser.release();
       wire_in += res.body().size();
-      if (res.keep_alive()) give_back(std::move(c));
+      if (res.keep_alive()) pool->give_back(std::move(c));
       co_return res;
     }
   }
@@ -338,6 +321,7 @@ Result<std::unique_ptr<Client>> Client::create(asio::any_io_executor executor, C
   if (!endpoint) return failure(Error::Kind::protocol, "hub " + endpoint.error().message);
   if (options.connections == 0) options.connections = 1;
   auto impl = std::make_shared<Impl>();
+  impl->pool = std::make_unique<net::ConnectionPool>(options.connections);
   impl->ex = std::move(executor);
   impl->endpoint = std::move(*endpoint);
   impl->authorization = options.token.empty() ? "Basic " + base64(options.user + ":" + options.password)
@@ -351,12 +335,7 @@ Client::~Client() = default;
 
 const ClientOptions& Client::options() const { return impl_->opt; }
 
-void Client::close() {
-  std::vector<std::unique_ptr<Connection>> dropped;
-  std::lock_guard lock(impl_->mu);
-  impl_->closed = true;
-  dropped.swap(impl_->idle);
-}
+void Client::close() { impl_->pool->close(); }
 
 Stats Client::stats() const {
   return {impl_->requests.load(), impl_->wire_in.load(), impl_->chunk_wire_in.load(), impl_->logical_in.load(),

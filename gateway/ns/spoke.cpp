@@ -654,6 +654,20 @@ asio::awaitable<Result<std::vector<std::pair<std::string, wire::FileAttr>>>> hub
 
 }  // namespace spoke_detail
 
+namespace spoke_detail {
+
+asio::awaitable<Result<Where>> readable_dir(Spokes& spokes, Namespace::Impl& ns, State& st, const OpContext& ctx,
+                                            Ino dir) {
+  auto op = spokes.getattr(ctx, dir);
+  auto d = co_await std::move(op);
+  if (!d) co_return d.error();
+  if (d->type != FileType::directory) co_return Errc::not_dir;
+  if (auto s = ns.may(ctx, *d, 4); !s) co_return s.error();
+  co_return where(st, *ns.kv, dir);
+}
+
+}  // namespace spoke_detail
+
 Task<Attr> Spokes::getattr(const OpContext& ctx, Ino ino) {
   if (auto s = ns_.check_ctx(ctx, std::chrono::steady_clock::now()); !s) co_return s.error();
   auto w = where(*state_, *ns_.kv, ino);
@@ -738,11 +752,8 @@ Task<Attr> Spokes::lookup(const OpContext& ctx, Ino dir, std::string_view name_v
 Task<DirPage> Spokes::readdir(const OpContext& ctx, Ino dir, std::uint64_t cookie, std::size_t max,
                               bool with_attrs, bool by_name, std::string_view start_after_view) {
   const std::string start_after(start_after_view);
-  auto d = co_await getattr(ctx, dir);
-  if (!d) co_return d.error();
-  if (d->type != FileType::directory) co_return Errc::not_dir;
-  if (auto s = ns_.may(ctx, *d, 4); !s) co_return s.error();
-  auto w = where(*state_, *ns_.kv, dir);
+  auto wop = readable_dir(*this, ns_, *state_, ctx, dir);
+  auto w = co_await std::move(wop);
   if (!w) co_return w.error();
   Mount& m = *w->mount;
   auto op = hub_listing(m, w->shadow.hub_ino, w->shadow.path);

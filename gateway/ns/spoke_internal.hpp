@@ -246,6 +246,10 @@ struct Where {
 };
 // The mount and shadow record of a local inode (Errc::stale: unknown).
 Result<Where> where(State& st, kv::Store& kv, Ino ino);
+// Where the directory `dir` is, once ctx may read it: Errc::not_dir for a
+// file (spoke.cpp).
+asio::awaitable<Result<Where>> readable_dir(Spokes& spokes, Namespace::Impl& ns, State& st, const OpContext& ctx,
+                                            Ino dir);
 // The shadow record of a local inode of a mount (the mount point included).
 Result<Shadow> shadow_of(State& st, kv::Store& kv, Ino ino);
 // The local inode of hub file `a` at `path` (below the mount) in local

@@ -351,11 +351,8 @@ std::vector<SpokeExpertStats> learn_stats(Mount& m) {
 }  // namespace spoke_detail
 
 Task<void> Spokes::hint(const OpContext& ctx, Ino dir, SpokeHint hint) {
-  auto d = co_await getattr(ctx, dir);
-  if (!d) co_return d.error();
-  if (d->type != FileType::directory) co_return Errc::not_dir;
-  if (auto s = ns_.may(ctx, *d, 4); !s) co_return s.error();
-  auto w = where(*state_, *ns_.kv, dir);
+  auto wop = readable_dir(*this, ns_, *state_, ctx, dir);
+  auto w = co_await std::move(wop);
   if (!w) co_return w.error();
   std::shared_ptr<Mount> m = w->mount;
   if (!m->learner) co_return Errc::not_supported;
