@@ -21,23 +21,6 @@ nlohmann::json pin_json(const ns::CachePin& p) {
   return j;
 }
 
-// The inode of a path of the API ("export/dir/name") and its display form.
-struct Found {
-  std::string display;
-  ns::Ino ino = 0;
-};
-
-boost::asio::awaitable<Expected<Found>> find_target(ns::Namespace& ns, ns::OpContext& ctx,
-                                                      const std::string& path_field) {
-  auto path = split_path(path_field);
-  if (!path) co_return bad_path("field \"path\": " + path.error().message);
-  auto place = co_await locate(ns, ctx, *path);
-  if (!place) co_return place.error();
-  auto attr = co_await stat_place(ns, ctx, *place);
-  if (!attr) co_return attr.error();
-  co_return Found{place->display, attr->ino};
-}
-
 nlohmann::json trace_json(const ns::SpokeTrace& t) {
   nlohmann::json j;
   j["spoke"] = t.local;
@@ -75,10 +58,10 @@ Reply cache_pin(Service& s, Call& c) {
   static constexpr FieldSpec kFields[] = {{"path", JsonType::string, true}, {"warm", JsonType::boolean}};
   auto body = co_await c.read_json(kFields);
   if (!body) co_return body.error();
-  auto target = co_await find_target(s.ns, c.ctx, (*body)["path"].get<std::string>());
+  auto target = co_await find_named(s.ns, c.ctx, "path", (*body)["path"].get<std::string>());
   if (!target) co_return target.error();
   c.audit_path = target->display;
-  auto pinned = co_await s.ns.pin_cached(c.ctx, target->ino, target->display);
+  auto pinned = co_await s.ns.pin_cached(c.ctx, target->attr.ino, target->display);
   if (!pinned) {
     if (ns::errc_of(pinned.error()) == ns::Errc::invalid) co_return not_a_spoke(target->display);
     co_return from_ns(pinned.error(), target->display);
@@ -115,9 +98,9 @@ Reply cache_evict(Service& s, Call& c) {
   std::optional<ns::Ino> ino;
   std::string display;
   if (body->contains("path")) {
-    auto target = co_await find_target(s.ns, c.ctx, (*body)["path"].get<std::string>());
+    auto target = co_await find_named(s.ns, c.ctx, "path", (*body)["path"].get<std::string>());
     if (!target) co_return target.error();
-    ino = target->ino;
+    ino = target->attr.ino;
     display = target->display;
     c.audit_path = display;
   }

@@ -25,19 +25,16 @@ Expected<std::string> order_entry(std::string_view entry) {
 // The paths an index file lists (gateway/ns/index_file.hpp).
 boost::asio::awaitable<Expected<std::vector<std::string>>> read_index(ns::Namespace& ns, ns::OpContext& ctx,
                                                                        std::string field) {
-  auto path = split_path(field);
-  if (!path) co_return invalid_json("field \"index\": " + path.error().message);
-  auto place = co_await locate(ns, ctx, *path);
-  if (!place) co_return place.error();
-  auto attr = co_await stat_place(ns, ctx, *place);
-  if (!attr) co_return attr.error();
-  auto op = ns::read_index_file(ns, ctx, *attr);
-  auto index = co_await std::move(op);
-  if (!index) {
-    if (!index.error().why.empty()) co_return invalid_json("index file " + place->display + ": " + index.error().why);
-    co_return from_ns(index.error().error, place->display);
+  auto index = co_await find_named(ns, ctx, "index", field);
+  if (!index) co_return index.error();
+  auto op = ns::read_index_file(ns, ctx, index->attr);
+  auto listed = co_await std::move(op);
+  if (!listed) {
+    if (!listed.error().why.empty())
+      co_return invalid_json("index file " + index->display + ": " + listed.error().why);
+    co_return from_ns(listed.error().error, index->display);
   }
-  co_return std::move(*index);
+  co_return std::move(*listed);
 }
 
 }  // namespace

@@ -120,6 +120,17 @@ asio::awaitable<Expected<ns::Attr>> stat_place(ns::Namespace& ns, const ns::OpCo
   co_return *attr;
 }
 
+asio::awaitable<Expected<Named>> find_named(ns::Namespace& ns, ns::OpContext& ctx, std::string_view field,
+                                            const std::string& path) {
+  auto parts = split_path(path);
+  if (!parts) co_return bad_path("field \"" + std::string(field) + "\": " + parts.error().message);
+  auto place = co_await locate(ns, ctx, *parts);
+  if (!place) co_return place.error();
+  auto attr = co_await stat_place(ns, ctx, *place);
+  if (!attr) co_return attr.error();
+  co_return Named{std::move(place->display), std::move(*attr)};
+}
+
 Expected<bool> bool_param(const Target& t, std::string_view name, bool dflt) {
   const std::string* v = t.param(name);
   if (!v) return dflt;

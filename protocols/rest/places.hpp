@@ -32,6 +32,15 @@ boost::asio::awaitable<Expected<Place>> locate(ns::Namespace& ns, ns::OpContext&
 boost::asio::awaitable<Expected<ns::Attr>> stat_place(ns::Namespace& ns, const ns::OpContext& ctx,
                                                       const Place& place);
 
+// What a JSON field names by its path ("path", "index"): where it is and
+// its attributes; bad_path naming the field when the path is malformed.
+struct Named {
+  std::string display;  // "data/a/b"
+  ns::Attr attr;
+};
+boost::asio::awaitable<Expected<Named>> find_named(ns::Namespace& ns, ns::OpContext& ctx, std::string_view field,
+                                                   const std::string& path);
+
 std::string join_path(std::span<const std::string> path);
 std::string_view type_name(ns::FileType t);
 std::string to_hex(std::span<const std::uint8_t> bytes);
