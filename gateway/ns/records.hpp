@@ -14,8 +14,9 @@
 //   M name                   -> counters and markers
 //   R ino                    -> a spoke mount's shadow inode (spoke.cpp)
 //   S mount hub-ino          -> the shadow inode of a hub inode (spoke.cpp)
-//   Q path                   -> a spoke cache pin: its mount and the path
-//                               below it (JSON; spoke_cache.cpp)
+//   Q path                   -> a spoke cache pin: its mount, the path
+//                               below it and its file count (a JSON line),
+//                               then its chunks' digests (spoke_cache.cpp)
 // Integers are big-endian so that keys sort numerically.
 #pragma once
 
