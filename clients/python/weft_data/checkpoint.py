@@ -28,7 +28,11 @@ def save_checkpoint(obj, bucket, key, endpoint_url=None, client_kwargs=None):
         body = io.BytesIO(view.cast("B") if view.c_contiguous else view.tobytes())
     size = body.getbuffer().nbytes
     body.seek(0)
-    make_client(endpoint_url, client_kwargs).upload_fileobj(body, bucket, key, Config=TRANSFER)
+    client = make_client(endpoint_url, client_kwargs)
+    try:
+        client.upload_fileobj(body, bucket, key, Config=TRANSFER)
+    finally:
+        client.close()
     return size
 
 
@@ -36,7 +40,11 @@ def load_checkpoint(bucket, key, endpoint_url=None, client_kwargs=None, map_loca
     """The object at s3://bucket/key: its bytes if `raw` or without torch,
     else torch.load of them (with `map_location`)."""
     body = io.BytesIO()
-    make_client(endpoint_url, client_kwargs).download_fileobj(bucket, key, body, Config=TRANSFER)
+    client = make_client(endpoint_url, client_kwargs)
+    try:
+        client.download_fileobj(bucket, key, body, Config=TRANSFER)
+    finally:
+        client.close()
     if raw or torch is None:
         return body.getvalue()
     body.seek(0)
