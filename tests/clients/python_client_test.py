@@ -7,8 +7,8 @@ sampler's order is the gateway's (hubsite.sampler_order, for several
 seeds, epochs, world sizes, ranks and drop_last), and what the spoke
 fetches ahead once the first sample is read with the declared order: the
 rest are all cache hits, with a seeded order, an index file and an index
-file naming files in a subdirectory; forked workers (as DataLoader starts
-them, before the epoch is set) read with the header; checkpoints round-trip
+file naming files in a subdirectory; workers (forked and spawned, as
+DataLoader starts them, before the epoch is set) read with the header; checkpoints round-trip
 (multipart and small); bad input raises. Tests that need torch are skipped,
 saying so, when it does not import.
 
@@ -39,10 +39,12 @@ BUCKET = "datasets"  # the spoke's mount of DATASETS
 NEEDS_TORCH = unittest.skipUnless(torch, "torch is not installed (python3-torch)")
 
 
-def read_forked(dataset, conn):
-    """A worker process: reads the indices it is sent, sends back the samples."""
-    while (indices := conn.recv()) is not None:
-        conn.send([dataset[i] for i in indices])
+def serve_samples(datasets, conn):
+    """A worker process: reads the samples it is asked for, (dataset number,
+    indices), and sends them back."""
+    while (asked := conn.recv()) is not None:
+        d, indices = asked
+        conn.send([datasets[d][i] for i in indices])
 
 
 def s3_requests(site):
@@ -105,7 +107,7 @@ class SpokeTest(unittest.TestCase):
 
         for name in ("b.bin", "B.bin", "a.bin", "\u00e9t\u00e9.bin", "z-1.bin", "Z_2.bin", "sub/deep.bin"):
             put("plain/" + name, os.urandom(1000))
-        for d, files in (("header", 24), ("indexed", 16), ("indexed/sub", 8), ("workers", 16)):
+        for d, files in (("header", 24), ("indexed", 16), ("indexed/sub", 8), ("workers", 16), ("spawned", 16)):
             for i in range(files):
                 put("%s/%03d.bin" % (d, i), os.urandom(48 << 10))
         put("onlysub/x/y.bin", b"y")
@@ -202,34 +204,40 @@ class SpokeTest(unittest.TestCase):
         self.assert_declared_and_fetched(nested, order)
         self.assertEqual(s3_requests(self.spoke)["ListObjectsV2"], lists + 1)  # once, not per GET
 
-    def test_forked_workers_read_with_the_header(self):
-        ds = S3Dataset(BUCKET, "workers/", **self.s3)
-        fork = multiprocessing.get_context("fork")
+    def test_workers_read_with_the_header(self):
+        datasets = [S3Dataset(BUCKET, d, **self.s3) for d in ("workers/", "spawned/")]
         workers = []
         try:
-            # Started before the sampler's epoch is set, as persistent
-            # DataLoader workers are; the parent sends no GET.
-            for _ in range(2):
-                mine, theirs = fork.Pipe()
-                p = fork.Process(target=read_forked, args=(ds, theirs))
+            # Started before any sampler exists, as persistent DataLoader
+            # workers are before an epoch is set, one forked and one spawned;
+            # the parent sends no GET.
+            for method in ("fork", "spawn"):
+                context = multiprocessing.get_context(method)
+                mine, theirs = context.Pipe()
+                p = context.Process(target=serve_samples, args=(datasets, theirs))
                 p.start()
                 workers.append((p, mine))
-            sampler = WeftSampler(ds, num_replicas=2, rank=0, seed=11)
-            sampler.set_epoch(2)
-            order = list(sampler)
-            self.assertEqual(order, sampler_order(16, 11, 2, 2, 0))
-            keys = [ds.keys[i] for i in order]
-            since = sampler_fetched_bytes(self.session, self.spoke)
-            workers[0][1].send(order[:1])
-            self.assertEqual(workers[0][1].recv(), [self.data[keys[0]]])
-            self.assert_fetched_ahead(keys[1:], since)
-            misses = self.misses()
-            halves = (order[1::2], order[2::2])
-            for (_, conn), half in zip(workers, halves):
-                conn.send(half)
-            for (_, conn), half in zip(workers, halves):
-                self.assertEqual(conn.recv(), [self.data[ds.keys[i]] for i in half])
-            self.assertEqual(self.misses(), misses)
+            # Each dataset's first sample read by another worker. (Two
+            # datasets: the spoke fetches the next epoch's order ahead too,
+            # so a second epoch of one would find its files partly cached.)
+            for d, (seed, epoch) in enumerate(((11, 2), (12, 3))):
+                ds = datasets[d]
+                sampler = WeftSampler(ds, num_replicas=2, rank=0, seed=seed)
+                sampler.set_epoch(epoch)
+                order = list(sampler)
+                self.assertEqual(order, sampler_order(16, seed, epoch, 2, 0))
+                keys = [ds.keys[i] for i in order]
+                since = sampler_fetched_bytes(self.session, self.spoke)
+                workers[d][1].send((d, order[:1]))
+                self.assertEqual(workers[d][1].recv(), [self.data[keys[0]]])
+                self.assert_fetched_ahead(keys[1:], since)
+                misses = self.misses()
+                halves = (order[1::2], order[2::2])
+                for (_, conn), half in zip(workers, halves):
+                    conn.send((d, half))
+                for (_, conn), half in zip(workers, halves):
+                    self.assertEqual(conn.recv(), [self.data[ds.keys[i]] for i in half])
+                self.assertEqual(self.misses(), misses)
         finally:
             for p, conn in workers:
                 conn.send(None)

@@ -49,6 +49,14 @@ def parse_index(data, index_key):
     return entries
 
 
+def _shared_sampler(values):
+    """[declared, seed, epoch, world, rank, drop_last] in shared memory, with
+    a lock from the spawn context: a fork context's lock is unlinked at once
+    and crashes a spawned process (DataLoader's multiprocessing_context="spawn")
+    that uses it; a spawn context's works in forked processes too."""
+    return multiprocessing.get_context("spawn").Array("Q", values)
+
+
 def _add_sampler_header(request, **kwargs):
     """before-sign: the header chosen for this request, if any."""
     value = request.context.get(SAMPLER_HEADER)
@@ -80,8 +88,7 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
         self.transform = transform
         self.index_key = index_key
         self._client = self._client_pid = self._listed_with = None
-        # [declared, seed, epoch, world, rank, drop_last]
-        self._sampler = multiprocessing.Array("Q", 6)
+        self._sampler = _shared_sampler([0] * 6)
         client = self._s3()
         if index_key is None:
             self.keys = self._list(client)
@@ -170,5 +177,5 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
 
     def __setstate__(self, state):
         if isinstance(state["_sampler"], list):
-            state["_sampler"] = multiprocessing.Array("Q", state["_sampler"])
+            state["_sampler"] = _shared_sampler(state["_sampler"])
         self.__dict__.update(state)
