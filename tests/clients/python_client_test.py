@@ -204,6 +204,13 @@ class SpokeTest(unittest.TestCase):
         self.assert_declared_and_fetched(nested, order)
         self.assertEqual(s3_requests(self.spoke)["ListObjectsV2"], lists + 1)  # once, not per GET
 
+    def answer(self, worker):
+        """What a worker sends back; a failure, not a hang, if it died."""
+        p, conn = worker
+        if not conn.poll(20):
+            self.fail("worker %s sent nothing (exit code %s)" % (p.name, p.exitcode))
+        return conn.recv()
+
     def test_workers_read_with_the_header(self):
         datasets = [S3Dataset(BUCKET, d, **self.s3) for d in ("workers/", "spawned/")]
         workers = []
@@ -229,18 +236,19 @@ class SpokeTest(unittest.TestCase):
                 keys = [ds.keys[i] for i in order]
                 since = sampler_fetched_bytes(self.session, self.spoke)
                 workers[d][1].send((d, order[:1]))
-                self.assertEqual(workers[d][1].recv(), [self.data[keys[0]]])
+                self.assertEqual(self.answer(workers[d]), [self.data[keys[0]]])
                 self.assert_fetched_ahead(keys[1:], since)
                 misses = self.misses()
                 halves = (order[1::2], order[2::2])
                 for (_, conn), half in zip(workers, halves):
                     conn.send((d, half))
-                for (_, conn), half in zip(workers, halves):
-                    self.assertEqual(conn.recv(), [self.data[ds.keys[i]] for i in half])
+                for worker, half in zip(workers, halves):
+                    self.assertEqual(self.answer(worker), [self.data[ds.keys[i]] for i in half])
                 self.assertEqual(self.misses(), misses)
         finally:
             for p, conn in workers:
-                conn.send(None)
+                if p.is_alive():
+                    conn.send(None)
                 p.join(10)
                 self.assertEqual(p.exitcode, 0)
 
