@@ -153,6 +153,47 @@ def hub_put(hub, path, body):
         assert r.status_code in (200, 201), r.text
 
 
+def hub_chunk_calls(hub):
+    """Chunk requests the hub has answered (of one file or of several)."""
+    import requests
+    text = requests.get("http://%s/metrics" % hub.rest).text
+    total = 0.0
+    for line in text.splitlines():
+        for call in ("chunks", "dir_chunks"):
+            if line.startswith('weft_hub_requests_total{call="%s"}' % call):
+                total += float(line.rpartition(" ")[2])
+    return total
+
+
+def spoke_mount(session, spoke):
+    """The spoke's (first) mount as GET /api/v1/spokes shows it."""
+    r = session.get(spoke.url + "/api/v1/spokes")
+    assert r.status_code == 200, r.text
+    return r.json()["spokes"][0]
+
+
+def sampler_fetched_bytes(session, spoke):
+    """The bytes the spoke's prefetcher fetched on its sampler expert's word."""
+    experts = {e["name"]: e for e in spoke_mount(session, spoke)["prefetch"]["experts"]}
+    return experts["sampler"]["fetched_bytes"]
+
+
+def fetched_ahead(session, spoke, hub, want, seconds=20):
+    """Whether, within `seconds`, the sampler expert's fetched bytes reach
+    `want` and the hub then answers no chunk request for half a second
+    (what was fetched ahead has arrived)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if sampler_fetched_bytes(session, spoke) >= want:
+            before = hub_chunk_calls(hub)
+            time.sleep(0.5)
+            if hub_chunk_calls(hub) == before:
+                return True
+        else:
+            time.sleep(0.1)
+    return False
+
+
 M64 = 2**64 - 1
 
 

@@ -16,29 +16,18 @@ hints; the experts' figures are on the REST view and in /metrics.
 
 import os
 import sys
-import time
 import unittest
 
 import botocore.exceptions
 import requests
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hubsite import Site, Spoke, hub_put, rest, run_tests, sampler_order  # noqa: E402
+from hubsite import (Site, Spoke, fetched_ahead, hub_put, rest, run_tests, sampler_fetched_bytes,  # noqa: E402
+                     sampler_order, spoke_mount)
 
 WEFT = None
 DATASETS = "data/datasets/"
 FILES = 24
-
-
-def hub_chunk_calls(hub):
-    """Chunk requests the hub has answered (of one file or of several)."""
-    text = requests.get("http://%s/metrics" % hub.rest).text
-    total = 0.0
-    for line in text.splitlines():
-        for call in ("chunks", "dir_chunks"):
-            if line.startswith('weft_hub_requests_total{call="%s"}' % call):
-                total += float(line.rpartition(" ")[2])
-    return total
 
 
 class PrefetchTest(unittest.TestCase):
@@ -84,33 +73,19 @@ class PrefetchTest(unittest.TestCase):
         self.assertEqual(self.spoke.stop(), 0)
 
     def mount(self):
-        r = self.session.get(self.spoke.url + "/api/v1/spokes")
-        self.assertEqual(r.status_code, 200, r.text)
-        return r.json()["spokes"][0]
+        return spoke_mount(self.session, self.spoke)
 
     def hint(self, body):
         return self.session.post(self.spoke.url + "/api/v1/hints", json=body)
 
     def sampler_bytes(self):
-        experts = {e["name"]: e for e in self.mount()["prefetch"]["experts"]}
-        return experts["sampler"]["fetched_bytes"]
+        return sampler_fetched_bytes(self.session, self.spoke)
 
     def wait_cached(self, keys, since):
         """Until the sampler expert has had `keys` fetched (`since`: its
         figure before the hint) and the hub has answered them."""
-        want = since + sum(len(self.data[k]) for k in keys)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.sampler_bytes() >= want and self.settled():
-                return
-            time.sleep(0.1)
-        self.fail("not fetched ahead: %s" % self.mount())
-
-    def settled(self):
-        """No chunk request answered in the last half second."""
-        before = hub_chunk_calls(self.hub)
-        time.sleep(0.5)
-        return hub_chunk_calls(self.hub) == before
+        if not fetched_ahead(self.session, self.spoke, self.hub, since + sum(len(self.data[k]) for k in keys)):
+            self.fail("not fetched ahead: %s" % self.mount())
 
     def read_all_hit(self, keys):
         """Reads `keys` over S3: right bytes, every chunk found in the

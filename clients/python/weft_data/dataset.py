@@ -1,0 +1,181 @@
+"""S3Dataset: the samples of a dataset directory in a bucket, read over S3
+(from a Weft spoke, or any S3 service), numbered as the gateway numbers
+them so that a WeftSampler's order is the one the spoke fetches ahead."""
+
+import multiprocessing
+import multiprocessing.context
+import os
+import urllib.parse
+
+from ._s3 import make_client
+from ._torch import torch
+
+SAMPLER_HEADER = "x-weft-sampler"
+_MAX_NAME = 255  # bytes, as the gateway allows
+
+
+def _directory(key):
+    """The directory (a prefix ending in '/', or '' for the bucket) that
+    holds `key`: what a GET with the sampler header declares the order for."""
+    return key[:key.rfind("/") + 1]
+
+
+def parse_index(data, index_key):
+    """The paths an index file lists, one a line, in its order (blank lines
+    skipped, CRLF line ends too), checked as the gateway checks them."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError("index file %s is not UTF-8: %s" % (index_key, e)) from None
+    entries = []
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.endswith("\r"):
+            line = line[:-1]
+        if not line:
+            continue
+        if line.startswith("/"):
+            raise ValueError("index file %s line %d: an absolute path (expected one below the dataset directory)"
+                             % (index_key, number))
+        for name in line.split("/"):
+            why = ("an empty path segment" if not name else
+                   "'.' and '..' are not allowed in paths" if name in (".", "..") else
+                   "a NUL in a path" if "\0" in name else
+                   "a name longer than 255 bytes" if len(name.encode("utf-8")) > _MAX_NAME else None)
+            if why:
+                raise ValueError("index file %s line %d: %s" % (index_key, number, why))
+        entries.append(line)
+    if not entries:
+        raise ValueError("index file %s lists no files" % index_key)
+    return entries
+
+
+def _shared_sampler(values):
+    """[declared, seed, epoch, world, rank, drop_last] in shared memory, with
+    a lock from the spawn context: a fork context's lock is unlinked at once
+    and crashes a spawned process (DataLoader's multiprocessing_context="spawn")
+    that uses it; a spawn context's works in forked processes too."""
+    return multiprocessing.get_context("spawn").Array("Q", values)
+
+
+def _add_sampler_header(request, **kwargs):
+    """before-sign: the header chosen for this request, if any."""
+    value = request.context.get(SAMPLER_HEADER)
+    if value:
+        del request.headers[SAMPLER_HEADER]
+        request.headers[SAMPLER_HEADER] = value
+
+
+class S3Dataset(torch.utils.data.Dataset if torch else object):
+    """Map-style dataset of the objects directly below `prefix` in `bucket`
+    (a directory: '/' is appended if missing; '' is the bucket's top), in
+    the order of their keys as unsigned bytes, listed once here; or, with
+    `index_key`, the paths (relative to `prefix`) that index file in the
+    bucket lists, in its order. ds[i] is transform(the object's bytes), or
+    the bytes. ds.keys holds the objects' keys.
+
+    A WeftSampler declares its order through the dataset: its GETs then
+    carry the x-weft-sampler header, so a Weft spoke fetches ahead in that
+    order. The declaration is held in shared memory, so DataLoader workers
+    forked earlier (persistent_workers) see each new epoch's."""
+
+    def __init__(self, bucket, prefix, endpoint_url=None, client_kwargs=None, transform=None, index_key=None):
+        if not isinstance(prefix, str):
+            raise ValueError("prefix must be a str, not %r" % (prefix,))
+        self.bucket = bucket
+        self.prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
+        self.endpoint_url = endpoint_url
+        self.client_kwargs = dict(client_kwargs or {})
+        self.transform = transform
+        self.index_key = index_key
+        self._client = self._client_pid = self._listed_with = None
+        self._sampler = _shared_sampler([0] * 6)
+        client = self._s3()
+        if index_key is None:
+            self.keys = self._list(client)
+        else:
+            data = client.get_object(Bucket=bucket, Key=index_key)["Body"].read()
+            self.keys = [self.prefix + p for p in parse_index(data, index_key)]
+
+    def _list(self, client):
+        keys = []
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix,
+                                                                      Delimiter="/"):
+            keys += [o["Key"] for o in page.get("Contents", ()) if not o["Key"].endswith("/")]
+        if not keys:
+            raise ValueError("no objects directly below s3://%s/%s" % (self.bucket, self.prefix))
+        return sorted(keys, key=lambda k: k.encode("utf-8"))
+
+    def __len__(self):
+        return len(self.keys)
+
+    def __getitem__(self, i):
+        key = self.keys[i]
+        client = self._s3()
+        header = self.sampler_header()
+        if header and _directory(key) != self.prefix and self._listed_with != header:
+            # The header on this GET would name the file's own directory;
+            # a LIST of the dataset's prefix declares it for the dataset.
+            self._declare_by_listing(client, header)
+        data = client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        return data if self.transform is None else self.transform(data)
+
+    def set_sampler_hint(self, seed, epoch, num_replicas, rank, drop_last):
+        """Declares the order a seeded sampler reads in (WeftSampler calls it)."""
+        with self._sampler.get_lock():
+            self._sampler[:] = [1, seed, epoch, num_replicas, rank, int(bool(drop_last))]
+
+    def clear_sampler_hint(self):
+        with self._sampler.get_lock():
+            self._sampler[0] = 0
+
+    def sampler_header(self):
+        """The x-weft-sampler header's value now, or None."""
+        with self._sampler.get_lock():
+            declared, seed, epoch, world, rank, drop_last = self._sampler[:]
+        if not declared:
+            return None
+        value = "seed=%d;epoch=%d;world=%d;rank=%d;drop_last=%d" % (seed, epoch, world, rank, drop_last)
+        if self.index_key is not None:
+            value += ";index=" + urllib.parse.quote(self.index_key, safe="/")
+        return value
+
+    def _s3(self):
+        """This process's client: made on first use in each process."""
+        if self._client_pid != os.getpid():
+            client = make_client(self.endpoint_url, self.client_kwargs)
+            client.meta.events.register("before-parameter-build.s3.GetObject", self._choose_header)
+            client.meta.events.register("before-sign.s3.GetObject", _add_sampler_header)
+            self._client, self._client_pid, self._listed_with = client, os.getpid(), None
+        return self._client
+
+    def _choose_header(self, params, context, **kwargs):
+        """before-parameter-build: the header goes on GETs of the dataset
+        directory's own objects."""
+        if params.get("Bucket") == self.bucket and _directory(params.get("Key", "")) == self.prefix:
+            context[SAMPLER_HEADER] = self.sampler_header()
+
+    def _declare_by_listing(self, client, header):
+        def add(request, **kwargs):
+            request.context[SAMPLER_HEADER] = header
+            _add_sampler_header(request)
+
+        client.meta.events.register("before-sign.s3.ListObjectsV2", add)
+        try:
+            client.list_objects_v2(Bucket=self.bucket, Prefix=self.prefix, Delimiter="/", MaxKeys=1)
+        finally:
+            client.meta.events.unregister("before-sign.s3.ListObjectsV2", add)
+        self._listed_with = header
+
+    def __getstate__(self):
+        # The client stays behind (each process makes its own); the shared
+        # declaration travels to processes being started (spawn), a copy of
+        # it elsewhere (pickle, copy).
+        state = dict(self.__dict__, _client=None, _client_pid=None, _listed_with=None)
+        if multiprocessing.context.get_spawning_popen() is None:
+            state["_sampler"] = list(self._sampler[:])
+        return state
+
+    def __setstate__(self, state):
+        if isinstance(state["_sampler"], list):
+            state["_sampler"] = _shared_sampler(state["_sampler"])
+        self.__dict__.update(state)
