@@ -10,14 +10,24 @@ constexpr double kFirstEpochConfidence = 0.5, kConfidence = 0.95;
 
 EpochExpert::EpochExpert(const Catalog& catalog) : catalog_(catalog) {}
 
-void EpochExpert::observe(const Read& read) {
-  const DatasetId dataset = catalog_.dataset_of(read.file);
-  auto [it, added] = trackers_.try_emplace({read.client, dataset});
+EpochExpert::Tracker& EpochExpert::tracker(ClientId client, DatasetId dataset) {
+  auto [it, added] = trackers_.try_emplace({client, dataset});
   Tracker& t = it->second;
   if (added) {
     t.dataset = dataset;
     by_dataset_[dataset].push_back(&t);
   }
+  return t;
+}
+
+void EpochExpert::hint(const JobHint& hint) {
+  Tracker& t = tracker(hint.client, hint.dataset);
+  t.declared = std::unordered_set<FileId>(hint.order.begin(), hint.order.end());
+  t.cursor = 0;
+}
+
+void EpochExpert::observe(const Read& read) {
+  Tracker& t = tracker(read.client, catalog_.dataset_of(read.file));
   current_[read.client] = &t;
   const EpochClock::Tick tick = t.clock.read(read.file);
   if (tick.new_epoch) {
@@ -31,12 +41,13 @@ void EpochExpert::observe(const Read& read) {
 }
 
 bool EpochExpert::residual(const Tracker& t, FileId file) const {
+  if (!t.declared.empty() && !t.declared.contains(file)) return false;
   return t.clock.epoch() == 0 ? !t.clock.last_read(file) : t.clock.residual(file);
 }
 
 std::size_t EpochExpert::residual_count(const Tracker& t) const {
   if (t.clock.epoch() > 0) return t.clock.residual_count();
-  const std::size_t listed = catalog_.listing(t.dataset).size();
+  const std::size_t listed = t.declared.empty() ? catalog_.listing(t.dataset).size() : t.declared.size();
   return listed > t.clock.read_this_epoch() ? listed - t.clock.read_this_epoch() : 0;
 }
 

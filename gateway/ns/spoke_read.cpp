@@ -39,11 +39,13 @@ constexpr std::size_t kManifestCacheChunks = 1 << 21;
 constexpr std::size_t kManifestCacheEntries = 1 << 20;
 // Reading in listing order: an open within kStreamSlack entries after the
 // previous one continues the stream (readers working in parallel open
-// slightly out of order); a jump starts a new one. Files up to
+// slightly out of order); a jump starts a new one. Fetching ahead starts
+// once kStreamConfirm opens in a row continued it. Files up to
 // kWholeFileBytes are fetched ahead whole; of larger ones only the
 // manifest (their own readahead starts when they are read). At most
 // kMaxFilesAhead files ahead, kMaxStreams directories followed per mount.
 constexpr std::size_t kStreamSlack = 16;
+constexpr std::size_t kStreamConfirm = 3;
 constexpr std::uint64_t kWholeFileBytes = 4ull << 20;
 constexpr std::size_t kMaxFilesAhead = 1024;
 constexpr std::size_t kMaxStreams = 256;
@@ -332,6 +334,7 @@ struct ReadAhead {
   // opened, and how far its entries were fetched ahead.
   struct Stream {
     std::size_t last = 0;
+    std::size_t run = 0;           // opens in a row that continued it
     std::size_t manifests_to = 0;  // entries before these had their manifests asked for
     std::size_t chunks_to = 0;     // and their chunks
     // Bytes of the files fetched ahead whole before each entry, as of the
@@ -594,11 +597,14 @@ void note_file_read(const std::shared_ptr<State>& st, kv::Store& kv, Mount& m, c
     auto [it, fresh] = ra.streams.try_emplace(parent->hub_ino);
     ReadAhead::Stream& s = it->second;
     if (fresh || k > s.last + kStreamSlack || k + kStreamSlack < s.last) {
-      s = ReadAhead::Stream{k, 0, 0, {}, 0};  // a new stream, or a jump: wait for the next file in order
+      s = ReadAhead::Stream{k, 0, 0, 0, {}, 0};  // a new stream, or a jump: wait for the next file in order
       return;
     }
     if (k <= s.last) return;  // a parallel reader slightly behind
     s.last = k;
+    // A shuffled reader lands within the slack after its last file now and
+    // then; only a run of such opens is a reader in listing order.
+    if (++s.run < kStreamConfirm) return;
     // The file at a position, when it is one to fetch ahead.
     auto file_at = [&](std::size_t j) -> std::optional<AheadFile> {
       auto a = m.attrs.find(listing[j].second);

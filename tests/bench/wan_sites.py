@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -130,8 +131,7 @@ class RsyncDaemon:
     behind its own WAN emulator with the same link."""
 
     def __init__(self, work, modules):
-        d = work / "rsyncd"
-        d.mkdir()
+        d = pathlib.Path(tempfile.mkdtemp(prefix="rsyncd-", dir=work))
         lines = ["use chroot = no", "pid file = %s" % (d / "pid"), "log file = %s" % (d / "log")]
         if os.geteuid() == 0:
             lines += ["uid = root", "gid = root"]

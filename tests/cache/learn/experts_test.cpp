@@ -141,6 +141,23 @@ TEST_CASE("epoch expert: after an epoch, what the job has not read this epoch; w
   CHECK(files_of(predict(e, 7, t, 1)) == std::vector<FileId>{ps[1].file});
 }
 
+TEST_CASE("epoch expert: a job that declared a list of files reads only those") {
+  const Catalog cat = dataset(80);
+  EpochExpert e(cat);
+  JobHint h;
+  h.client = 3;
+  h.dataset = cat.dataset_of(0);
+  for (FileId f = 0; f < 80; f += 4) h.order.push_back(f);  // a 25% subset
+  e.hint(h);
+  Time t = 0;
+  // Past the evidence the epoch model needs, the rest of the list only.
+  for (int i = 0; i < 16; ++i) e.observe({t += kMillisecond, 3, h.order[i], 0, 1000});
+  CHECK(files_of(predict(e, 3, t, 80)) == std::vector<FileId>(h.order.begin() + 16, h.order.end()));
+  // Another job over the same dataset, without a hint, is told the rest of the listing.
+  for (FileId f = 1; f <= 16; ++f) e.observe({t += kMillisecond, 4, f, 0, 1000});
+  CHECK(predict(e, 4, t, 80).size() == 64);
+}
+
 TEST_CASE("epoch expert: a reader that re-reads at random does not fit the model and gets nothing") {
   const Catalog cat = dataset(40);
   EpochExpert e(cat);

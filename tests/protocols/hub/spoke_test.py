@@ -215,8 +215,10 @@ class ListingOrderTest(unittest.TestCase):
             self.assertLess(elapsed, self.FILES * 2 * self.RTT / 2, (elapsed, calls))
             self.assertGreaterEqual(calls.get("manifests", 0), 1, calls)
             self.assertGreaterEqual(calls.get("dir_chunks", 0), 1, calls)
-            self.assertLessEqual(calls.get("manifest", 0), 2, calls)  # the files read before the order showed
-            self.assertLessEqual(calls.get("chunks", 0), 2, calls)
+            # The files read before the order showed: three opens in a row
+            # confirm it (a shuffled reader's chance hit starts nothing).
+            self.assertLessEqual(calls.get("manifest", 0), 3, calls)
+            self.assertLessEqual(calls.get("chunks", 0), 3, calls)
             s3.close()
         finally:
             for site in (spoke, hub):
