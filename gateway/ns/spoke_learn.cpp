@@ -10,6 +10,8 @@
 // between reads.
 #include "gateway/ns/spoke_internal.hpp"
 
+#include "gateway/ns/index_file.hpp"
+
 #include "cache/learn/ensemble.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -370,14 +372,9 @@ Task<void> Spokes::hint(const OpContext& ctx, Ino dir, SpokeHint hint) {
   // into the catalog: a seeded order refers to `dir`'s listing.
   std::set<std::string> subdirs{""};
   for (const auto& p : hint.order) {
-    std::string_view rest = p;
-    std::string sub;
-    for (std::size_t slash; (slash = rest.find('/')) != std::string_view::npos; rest = rest.substr(slash + 1)) {
-      if (auto s = check_name(rest.substr(0, slash)); !s) co_return Errc::invalid;
-      sub = join(sub, rest.substr(0, slash));
-    }
-    if (auto s = check_name(rest); !s) co_return Errc::invalid;
-    subdirs.insert(std::move(sub));
+    if (index_entry_fault(p)) co_return Errc::invalid;
+    const std::size_t slash = p.rfind('/');
+    subdirs.insert(slash == std::string::npos ? std::string() : p.substr(0, slash));
   }
   for (const auto& sub : subdirs) {
     auto at = co_await walk(ctx, dir, sub);

@@ -84,12 +84,13 @@ bool SamplerMemo::declared(const std::string& user, ns::Ino dir, const std::stri
 
 void SamplerMemo::remember(const std::string& user, ns::Ino dir, const std::string& header, const ns::Attr& index) {
   std::lock_guard lock(mu_);
-  if (header.empty()) {
-    last_.erase(user);
-    return;
-  }
   if (last_.size() >= kCapacity) last_.clear();
   last_[user] = Declared{dir, header, index};
+}
+
+void SamplerMemo::forget(const std::string& user) {
+  std::lock_guard lock(mu_);
+  last_.erase(user);
 }
 
 boost::asio::awaitable<Outcome> declare_sampler(Service& s, Request& r, ns::Ino bucket, std::string_view key) {
@@ -139,7 +140,10 @@ boost::asio::awaitable<Outcome> declare_sampler(Service& s, Request& r, ns::Ino 
                       "x-weft-sampler: the directory is not a dataset of a spoke mount with its prefetcher on");
     co_return from_ns(declared.error(), Subject::key);
   }
-  s.sampler_memo.remember(user, dir, index ? *header : std::string(), index.value_or(ns::Attr{}));
+  if (index)
+    s.sampler_memo.remember(user, dir, *header, *index);
+  else
+    s.sampler_memo.forget(user);
   co_return std::nullopt;
 }
 

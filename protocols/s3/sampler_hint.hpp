@@ -46,8 +46,9 @@ class SamplerMemo {
   // Whether `user`'s last declaration was `header` for directory `dir`
   // with `index`'s content.
   bool declared(const std::string& user, ns::Ino dir, const std::string& header, const ns::Attr& index);
-  // Records it; an empty `header` forgets the user's last one.
   void remember(const std::string& user, ns::Ino dir, const std::string& header, const ns::Attr& index);
+  // The user declared something else (no index file).
+  void forget(const std::string& user);
 
  private:
   static constexpr std::size_t kCapacity = 1 << 12;  // past this many users it starts over
