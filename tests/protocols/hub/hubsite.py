@@ -80,10 +80,11 @@ class Spoke(Gateway):
     config, or by flags; `local` None: no mount, one is added at run time),
     serving `protocols`; `spoke_cache`: the config's chunk cache budgets;
     `ca`: the certificates an https hub is verified with; `prefetch`: the
-    mount's learning prefetcher on or off (None: the default)."""
+    mount's learning prefetcher on or off; `write`: how the mount's writes
+    reach the hub, "through" or "back" (None, for both: the default)."""
 
     def __init__(self, weft, hub, hub_url, mode="strict", flags=False, protocols=SPOKE_PROTOCOLS, region=None,
-                 local="/datasets", remote="data/datasets", spoke_cache=None, ca=None, prefetch=None):
+                 local="/datasets", remote="data/datasets", spoke_cache=None, ca=None, prefetch=None, write=None):
         credentials = str(hub.data / "credentials.json")
         self.protocols = protocols
         args, config = [], {}
@@ -99,6 +100,8 @@ class Spoke(Gateway):
                 config["spokes"][0]["ca_file"] = ca
             if prefetch is not None:
                 config["spokes"][0]["prefetch"] = prefetch
+            if write is not None:
+                config["spokes"][0]["write"] = write
         if spoke_cache:
             config["spoke_cache"] = spoke_cache
         super().__init__(weft, protocols=protocols, prefix="weft-spoke-", region=region, args=args,
