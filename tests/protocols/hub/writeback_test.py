@@ -52,6 +52,15 @@ def mixed(size):
     return os.urandom(size // 2) + text[:size - size // 2]
 
 
+def stop(site):
+    """Stops a site (cleanups: they run also when setUpClass fails, so no
+    process outlives the test holding ctest's output); it exits 0."""
+    if site.proc.poll():  # it died: say how before its directory goes
+        print(site.log()[-5000:], file=sys.stderr)
+    code = site.stop()
+    assert code == 0, (site.log_path, code)
+
+
 def until(test, check, what, seconds):
     """Polls `check` until it returns a true value; fails with `what()`
     after `seconds`."""
@@ -70,6 +79,7 @@ class WriteBackTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.hub = Site(WEFT)
+        cls.addClassCleanup(stop, cls.hub)
         # Files of the hub that the tests overwrite at the spoke.
         cls.seeds = {"overwrite.csv": csv_rows(20000), "outage.csv": csv_rows(30000),
                      "conflict.txt": b"version one, at the hub\n"}
@@ -78,16 +88,9 @@ class WriteBackTest(unittest.TestCase):
         cls.link = cls.hub.emulator("--rtt-ms", "10")
         cls.spoke = Spoke(WEFT, cls.hub, "http://" + cls.link.address, mode="available", protocols=SPOKE,
                           write="back")
+        cls.addClassCleanup(stop, cls.spoke)
         cls.s3 = cls.spoke.s3()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s3.close()
-        for site in (cls.spoke, cls.hub):
-            if site.proc.poll():  # it died: say how before its directory goes
-                print(site.log()[-5000:], file=sys.stderr)
-        codes = [site.stop() for site in (cls.spoke, cls.hub)]
-        assert codes == [0, 0], codes
+        cls.addClassCleanup(lambda: cls.s3.close())  # the one in use (a restart replaces it)
 
     def mount(self):
         with rest(self.spoke) as s:
@@ -202,6 +205,7 @@ class WriteBackTest(unittest.TestCase):
 
         # Restarted with the link still down: the backlog is kept.
         self.spoke.restart()
+        self.s3.close()
         type(self).s3 = self.spoke.s3()
         kept = until(self, lambda: (f := self.backlog())["files"] == 2 and f,
                      lambda: "the backlog after a restart: %s" % self.backlog(), ACCEPT)
@@ -231,8 +235,10 @@ class WriteBackTest(unittest.TestCase):
         def kept():
             names = [n for n in hub_names(self.hub) if n.startswith("conflict.txt.conflict-")]
             return names if self.backlog()["files"] == 0 and names else None
-        [name] = until(self, kept, lambda: "the spoke's version beside the hub's: backlog %s, hub %s" % (
+        names = until(self, kept, lambda: "the spoke's version beside the hub's: backlog %s, hub %s" % (
             self.backlog(), sorted(hub_names(self.hub))), DRAIN_AFTER)
+        self.assertEqual(len(names), 1, names)
+        name = names[0]
         self.assertEqual(hub_get(self.hub, "conflict.txt"), (200, at_hub))
         self.assertEqual(hub_get(self.hub, name), (200, at_spoke))
         self.assertEqual(self.backlog()["bytes"], 0)
@@ -245,19 +251,16 @@ class WriteThroughTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.hub = Site(WEFT)
+        cls.addClassCleanup(stop, cls.hub)
         with rest(cls.hub) as s:
             for path in ("data/datasets", "data/other"):
                 r = s.post(cls.hub.url + "/api/v1/dirs/" + path)
                 assert r.status_code == 201, r.text
         cls.creds = json.loads((cls.hub.data / "credentials.json").read_text())
         cls.spoke = Spoke(WEFT, cls.hub, cls.hub.url, mode="available", protocols=SPOKE)
+        cls.addClassCleanup(stop, cls.spoke)
         cls.s3 = cls.spoke.s3()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s3.close()
-        codes = [site.stop() for site in (cls.spoke, cls.hub)]
-        assert codes == [0, 0], codes
+        cls.addClassCleanup(lambda: cls.s3.close())  # the one in use (a restart replaces it)
 
     def mounts(self):
         with rest(self.spoke) as s:
