@@ -260,7 +260,7 @@ class WriteThroughTest(unittest.TestCase):
         cls.spoke = Spoke(WEFT, cls.hub, cls.hub.url, mode="available", protocols=SPOKE)
         cls.addClassCleanup(stop, cls.spoke)
         cls.s3 = cls.spoke.s3()
-        cls.addClassCleanup(lambda: cls.s3.close())  # the one in use (a restart replaces it)
+        cls.addClassCleanup(cls.s3.close)
 
     def mounts(self):
         with rest(self.spoke) as s:
