@@ -340,6 +340,7 @@ void spoke_credentials(std::string_view key, const std::string& file, ns::SpokeM
 }
 
 constexpr std::array<std::string_view, 2> kSpokeModes{"strict", "available"};
+constexpr std::array<std::string_view, 2> kSpokeWrites{"through", "back"};
 constexpr std::array<std::string_view, 3> kConnectors{"s3", "nfs", "smb"};
 
 // A connector's keys besides those of every spoke ("local", "connector",
@@ -498,7 +499,7 @@ void apply_spokes(Config& c, const json& list) {
     const bool connector = list[i].is_object() && list[i].contains("connector");
     bool has_local = false, has_hub = false, has_remote = false, has_credentials = false;
     members(at, list[i],
-            {"local", "hub", "remote", "credentials", "mode", "prefetch", "connector", "endpoint", "bucket", "prefix", "region",
+            {"local", "hub", "remote", "credentials", "mode", "prefetch", "write", "connector", "endpoint", "bucket", "prefix", "region",
              "ca_file", "url", "uid", "gid", "server", "share", "path", "workgroup", "read_only", "interval_s"},
             [&](std::string_view name, const std::string& key, const json& v) {
               if (name == "local") {
@@ -508,6 +509,8 @@ void apply_spokes(Config& c, const json& list) {
                 m.strict = one_of(key, v, kSpokeModes) == "strict";
               } else if (name == "prefetch") {
                 m.prefetch = boolean_of(key, v);
+              } else if (name == "write") {
+                m.write_back = one_of(key, v, kSpokeWrites) == "back";
               } else if (connector) {
                 return;  // apply_connector's
               } else if (name == "hub") {

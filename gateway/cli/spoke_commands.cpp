@@ -21,8 +21,8 @@ int spokes_list(Session& s) {
     print_json(*j);
     return 0;
   }
-  std::printf("%-20s %-12s %-9s %6s %10s %10s %8s %s\n", "MOUNT", "STATE", "MODE", "LAG", "WIRE", "FETCHED", "HITS",
-              "HUB");
+  std::printf("%-20s %-12s %-9s %6s %10s %10s %8s %10s %s\n", "MOUNT", "STATE", "MODE", "LAG", "WIRE", "FETCHED",
+              "HITS", "PARKED", "HUB");
   for (const auto& m : (*j)["spokes"]) {
     // A connector's source has no change log: it lags by up to a poll interval.
     const bool polled = m.contains("connector");
@@ -30,11 +30,15 @@ int spokes_list(Session& s) {
                                    : m.value("hub", "") + "/" + m.value("remote", "");
     const std::string lag = polled ? "<=" + std::to_string(number(m, "feed", "poll_interval_ms") / 1000) + "s"
                                    : std::to_string(number(m, "feed", "lag"));
-    std::printf("%-20s %-12s %-9s %6s %10s %10s %8llu %s\n", m.value("local", "").c_str(),
+    // Write-back: what waits for the hub.
+    const std::string parked = m.value("write", "") == "back" || number(m, "writeback", "files")
+                                   ? human_bytes(number(m, "writeback", "bytes"))
+                                   : "-";
+    std::printf("%-20s %-12s %-9s %6s %10s %10s %8llu %10s %s\n", m.value("local", "").c_str(),
                 m.value("state", "").c_str(), m.value("mode", "").c_str(), lag.c_str(),
                 human_bytes(number(m, "transfer", "chunk_wire_bytes")).c_str(),
                 human_bytes(number(m, "transfer", "chunk_logical_bytes")).c_str(),
-                static_cast<unsigned long long>(number(m, "cache", "hits")), hub.c_str());
+                static_cast<unsigned long long>(number(m, "cache", "hits")), parked.c_str(), hub.c_str());
   }
   const auto& c = (*j)["cache"];
   std::printf("cache: RAM %s of %s, SSD %s of %s\n", human_bytes(number(c, "ram", "bytes")).c_str(),
@@ -44,7 +48,7 @@ int spokes_list(Session& s) {
 }
 
 struct AddArgs {
-  std::string local, url, credentials, mode = "strict", ca_file;
+  std::string local, url, credentials, mode = "strict", write = "through", ca_file;
 };
 
 int spoke_add(Session& s, const AddArgs& a) {
@@ -69,6 +73,7 @@ int spoke_add(Session& s, const AddArgs& a) {
   body["user"] = (*creds)["user"];
   body["password"] = (*creds)["password"];
   body["mode"] = a.mode;
+  body["write"] = a.write;
   if (!a.ca_file.empty()) body["ca_file"] = a.ca_file;
   auto j = call(s, "POST", "/api/v1/spokes", &body);
   if (!j) return kFailed;
@@ -102,6 +107,10 @@ void add_spoke_commands(CommandSet& set, CLI::App& app) {
       ->type_name("FILE");
   add->add_option("--mode", a->mode, "Hub unreachable: strict (fail at once, default) or available (serve the cache)")
       ->check(CLI::IsMember({"strict", "available"}));
+  add->add_option("--write", a->write,
+                  "through (a close returns once the hub has the file, default) or back (once it is durable here; "
+                  "committed to the hub in the background)")
+      ->check(CLI::IsMember({"through", "back"}));
   auto* remove = set.add(*spokes, "remove", "Unmount a spoke (files open in it read on until closed).",
                          [a](Session& s) { return call(s, "DELETE", api_path("spokes", a->local)) ? 0 : kFailed; });
   remove->add_option("local", a->local, "The mount point")->required();

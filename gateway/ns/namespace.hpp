@@ -101,6 +101,11 @@ struct SpokeMount {
   // mount's reads and sampler hints and fetches ahead of them; off: only
   // the sequential and listing-order readahead.
   bool prefetch = true;
+  // Write-back: a close or commit returns once what was written is durable
+  // here, and the mount's drainer commits it to the hub in the background
+  // (SPOKES.md, "Write-back"); off: write-through, the commit reaches the
+  // hub before it returns.
+  bool write_back = false;
 };
 
 // A job's declared reading order (Namespace::spoke_hint), for the spoke
@@ -172,6 +177,14 @@ struct SpokeMountStats {
   // The learning prefetcher: on or off, and its experts (empty when off).
   bool prefetch = true;
   std::vector<SpokeExpertStats> experts;
+  // Write-back: the files parked here and not committed at the hub yet
+  // (their bytes, the oldest's wall clock, 0: none), those committed since
+  // start, and the last commit that failed ("" once one succeeds).
+  bool write_back = false;
+  std::uint64_t parked_files = 0, parked_bytes = 0;
+  std::int64_t oldest_parked_ns = 0;
+  std::uint64_t drained_files = 0, drained_bytes = 0;
+  std::string drain_error;
 
   // How far the mount is behind the hub's change log.
   std::uint64_t lag() const { return hub_last_change > cursor ? hub_last_change - cursor : 0; }

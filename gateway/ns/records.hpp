@@ -17,6 +17,9 @@
 //   Q path                   -> a spoke cache pin: its mount, the path
 //                               below it and its file count (a JSON line),
 //                               then its chunks' digests (spoke_cache.cpp)
+//   O seq                    -> a file parked for a write-back spoke
+//                               mount's hub: where it goes, what it
+//                               replaces (JSON; spoke_writeback.cpp)
 // Integers are big-endian so that keys sort numerically.
 #pragma once
 
@@ -51,6 +54,7 @@ inline constexpr char kTokenTag = 'T';
 std::string key_meta(std::string_view name);
 std::string key_spoke_pin(std::string_view path);
 inline constexpr char kSpokePinTag = 'Q';
+inline constexpr char kSpokeParkedTag = 'O';
 inline constexpr char kUserTag = 'U';
 inline constexpr char kExportTag = 'P';
 inline constexpr char kChangeTag = 'L';

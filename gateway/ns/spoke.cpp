@@ -191,6 +191,7 @@ void stop_mount(Mount& m) {
     feed = std::move(m.feed);
   }
   if (feed) feed->stop();
+  wake_drainer(m);  // to see it stopped
   // Its pooled sockets must not outlive the io_context, which goes before
   // the namespace; a removed mount's open files read on fresh connections.
   m.client->close();
@@ -353,6 +354,7 @@ Status Spokes::start(asio::any_io_executor executor, const std::vector<SpokeMoun
   if (auto s = load_pins(); !s) return s.error();
   // Spokes outlives the feeds (stop() ends them) and the io_context's work.
   st.on_connected = [this](const std::shared_ptr<Mount>& m) {
+    wake_drainer(*m);
     asio::co_spawn(state_->executor, restore_pins(m), asio::detached);
   };
   std::vector<std::shared_ptr<Mount>> started;
@@ -461,6 +463,9 @@ Result<std::shared_ptr<Spokes::Mount>> Spokes::prepare(const SpokeMount& spec) {
       }
     }
   }
+  // Every mount drains what it parked, even one no longer write-back.
+  m->drain_wake.emplace(st.executor, 1);
+  if (auto s = load_parked(st, ns_, m); !s) return s.error();
   if (spec.connector)
     spdlog::info("spoke {}: serves {} source {}, polled every {} ms ({})", m->name, kind_name(spec.connector->kind),
                  spec.hub_url, spec.connector->interval.count(), spec.strict ? "strict" : "available");
@@ -510,7 +515,7 @@ Result<Shadow> shadow_of(State& st, kv::Store& kv, Ino ino) {
 }
 
 Result<Ino> local_ino(State& st, kv::Store& kv, Mount& m, Ino parent, const std::string& path,
-                      const wire::FileAttr& a) {
+                      const wire::FileAttr& a, Ino reuse) {
   const std::string key = key_shadow_of(m.id, a.ino);
   const Shadow want{m.id, a.ino, a.generation, type_of(a.type), parent, path};
   auto same = [&](const Shadow& s) { return s.generation == want.generation && s.parent == parent && s.path == path; };
@@ -530,6 +535,7 @@ Result<Ino> local_ino(State& st, kv::Store& kv, Mount& m, Ino parent, const std:
   } else if (!s.ok() && !s.not_found()) {
     return Errc::io;
   }
+  if (!ino) ino = reuse;
   if (!ino) {
     auto n = st.alloc.next(kv);
     if (!n) return n.error();
@@ -591,7 +597,15 @@ asio::awaitable<Result<wire::FileAttr>> hub_attr(Mount& m, Ino ino, Shadow sh) {
   }
   auto op = m.client->attr(m.hub_path(sh.path));
   auto r = co_await std::move(op);
-  if (!r) co_return make_error_code(errc_of_hub(r.error()));
+  if (!r) {
+    const Errc e = errc_of_hub(r.error());
+    // An available mount's directories keep their last attributes through
+    // an outage (writes parked at a write-back mount are checked on them).
+    std::lock_guard lock(m.mu);
+    if (e == Errc::unavailable && !m.spec.strict && sh.hub_ino)
+      if (auto it = m.dir_attrs.find(sh.hub_ino); it != m.dir_attrs.end()) co_return it->second;
+    co_return make_error_code(e);
+  }
   const wire::FileAttr& a = r->attr;
   // The path names another file now: the one this inode named is gone or
   // moved (the client looks the name up again).
@@ -602,6 +616,8 @@ asio::awaitable<Result<wire::FileAttr>> hub_attr(Mount& m, Ino ino, Shadow sh) {
     m.root_hub_ino = a.ino;
   }
   if (m.may_cache(since)) m.attrs[a.ino] = a;
+  if (a.type == "directory" && (m.dir_attrs.size() < kMetadataCacheEntries || m.dir_attrs.contains(a.ino)))
+    m.dir_attrs[a.ino] = a;
   co_return a;
 }
 
@@ -670,6 +686,7 @@ asio::awaitable<Result<Where>> readable_dir(Spokes& spokes, Namespace::Impl& ns,
 
 Task<Attr> Spokes::getattr(const OpContext& ctx, Ino ino) {
   if (auto s = ns_.check_ctx(ctx, std::chrono::steady_clock::now()); !s) co_return s.error();
+  if (auto parked = parked_attr(*state_, ino)) co_return *parked;  // not at the hub yet
   auto w = where(*state_, *ns_.kv, ino);
   if (!w) co_return w.error();
   auto lost = wait_for_lost_feed(*w->mount);
@@ -705,6 +722,7 @@ Task<Attr> Spokes::lookup(const OpContext& ctx, Ino dir, std::string_view name_v
     co_return co_await getattr(ctx, w->shadow.parent);
   }
   if (auto s = check_name(name); !s) co_return s.error();
+  if (auto parked = parked_entry(m, dir, name)) co_return *parked;  // newer than the hub's, if it has one
   // The mount point's shadow carries the hub inode that getattr just learned.
   const std::uint64_t dir_hub = w->shadow.hub_ino;
   const std::string path = join(w->shadow.path, name);
@@ -760,25 +778,45 @@ Task<DirPage> Spokes::readdir(const OpContext& ctx, Ino dir, std::uint64_t cooki
   auto entries = co_await std::move(op);
   if (!entries) co_return entries.error();
   max = std::clamp<std::size_t>(max, 1, 100000);
+  // The hub's entries and the names parked here that it has not got yet
+  // (those replace a hub entry of their name), in name order.
+  struct Row {
+    const std::string* name;
+    const wire::FileAttr* hub;  // null: parked here
+    const Attr* parked;
+  };
+  const auto parked = parked_entries(m, dir);
+  std::vector<Row> rows;
+  rows.reserve(entries->size() + parked.size());
+  auto p = parked.begin();
+  for (const auto& [name, a] : *entries) {
+    for (; p != parked.end() && p->first <= name; ++p) rows.push_back({&p->first, nullptr, &p->second});
+    if (rows.empty() || *rows.back().name != name) rows.push_back({&name, &a, nullptr});
+  }
+  for (; p != parked.end(); ++p) rows.push_back({&p->first, nullptr, &p->second});
   // Cookies are positions in name order: a listing that changes between
   // pages may repeat or skip an entry (the hub's own cookies are per page).
   std::size_t first = cookie;
   if (by_name) {
     first = static_cast<std::size_t>(
-        std::upper_bound(entries->begin(), entries->end(), start_after,
-                         [](const std::string& k, const auto& e) { return k < e.first; }) -
-        entries->begin());
+        std::upper_bound(rows.begin(), rows.end(), start_after,
+                         [](const std::string& k, const Row& r) { return k < *r.name; }) -
+        rows.begin());
   }
   DirPage page;
-  for (std::size_t i = first; i < entries->size() && page.entries.size() < max; ++i) {
-    const auto& [name, a] = (*entries)[i];
-    auto ino = local_ino(*state_, *ns_.kv, m, dir, join(w->shadow.path, name), a);
+  for (std::size_t i = first; i < rows.size() && page.entries.size() < max; ++i) {
+    const Row& r = rows[i];
+    if (r.parked) {
+      page.entries.push_back({*r.name, r.parked->ino, FileType::regular, i + 1, with_attrs ? std::optional(*r.parked) : std::nullopt});
+      continue;
+    }
+    auto ino = local_ino(*state_, *ns_.kv, m, dir, join(w->shadow.path, *r.name), *r.hub);
     if (!ino) co_return ino.error();
-    DirEntry e{name, *ino, type_of(a.type), i + 1, std::nullopt};
-    if (with_attrs) e.attr = live(to_attr(a, *ino));
+    DirEntry e{*r.name, *ino, type_of(r.hub->type), i + 1, std::nullopt};
+    if (with_attrs) e.attr = live(to_attr(*r.hub, *ino));
     page.entries.push_back(std::move(e));
   }
-  page.eof = first + page.entries.size() >= entries->size();
+  page.eof = first + page.entries.size() >= rows.size();
   co_return page;
 }
 

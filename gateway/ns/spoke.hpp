@@ -22,7 +22,10 @@
 // the chunks the hub lacks. A commit that lost to another site's fails with
 // Errc::conflict and leaves its content at the hub under
 // NAME.conflict-REGION-TIME. Xattrs are not carried (the hub protocol has
-// none): a commit's are dropped, setxattr is not supported.
+// none): a commit's are dropped, setxattr is not supported. At a
+// write-back mount (spoke_writeback.cpp) those commits are parked instead:
+// durable here when they return, seen here at once, committed to the hub
+// in the background in the order they were parked.
 //
 // Consistency: a cached item is used only while the mount's feed is
 // connected (it would deliver the item's invalidation); an answer is cached
@@ -159,6 +162,8 @@ class Spokes {
   // `a` with the size and time of writes staged here and not committed yet.
   Attr live(Attr a) const;
   std::shared_ptr<OpenFile> open_file(Handle h) const;
+  // A new handle for `of`.
+  Handle add_handle(std::shared_ptr<OpenFile> of);
   // The distinct chunks of the files at or below `ino`, at their current
   // versions (each file opened for its manifest), and how many files.
   Task<FileChunks> chunks_below(const OpContext& ctx, Ino ino);

@@ -12,6 +12,10 @@
 #include "cache/learn/types.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <array>
 #include <functional>
@@ -19,9 +23,12 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include <unistd.h>
 
 namespace weft::ns {
 
@@ -63,6 +70,15 @@ FileType type_of(std::string_view t);
 Attr to_attr(const wire::FileAttr& a, Ino ino);
 // A path below a mount joined with a name ("" is the mount's root).
 std::string join(std::string_view dir, std::string_view name);
+// The last name of a path below a mount, and the path above it.
+inline std::string leaf_of(const std::string& rel) {
+  const auto slash = rel.rfind('/');
+  return slash == std::string::npos ? rel : rel.substr(slash + 1);
+}
+inline std::string parent_of(const std::string& rel) {
+  const auto slash = rel.rfind('/');
+  return slash == std::string::npos ? std::string() : rel.substr(0, slash);
+}
 
 }  // namespace spoke_detail
 
@@ -119,12 +135,24 @@ struct Spokes::Mount {
   std::uint64_t feed_seen = 0;           // guarded by mu: the hub's change-log position applied here
   std::unordered_map<std::uint64_t, wire::FileAttr> attrs;  // guarded by mu, by hub ino
   std::unordered_map<std::uint64_t, Dir> dirs;              // guarded by mu, by hub ino
+  // The last attributes the hub gave of each directory, not invalidated:
+  // what an available mount answers with through an outage.
+  std::unordered_map<std::uint64_t, wire::FileAttr> dir_attrs;  // guarded by mu, by hub ino
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const wire::Manifest>> manifests;  // guarded by mu
   std::size_t manifest_chunks = 0;                      // guarded by mu: chunk references in `manifests`
   std::shared_ptr<spoke_detail::ReadAhead> read_ahead;  // guarded by mu; made on first read
   // Made by prepare() when spec.prefetch, before the mount serves; then
   // never changed (it has its own lock).
   std::shared_ptr<spoke_detail::Learner> learner;
+
+  // Write-back (spoke_writeback.cpp): names parked here that the hub does
+  // not have yet, by local directory and name, each the newest content
+  // parked for it; the drainer's wake-up (thread-safe: park() and the feed
+  // send, the drainer waits); and its figures.
+  std::map<std::pair<Ino, std::string>, std::shared_ptr<Staged>, std::less<>> pending;  // guarded by mu
+  std::optional<asio::experimental::concurrent_channel<void(boost::system::error_code)>> drain_wake;  // made by prepare()
+  std::atomic<std::uint64_t> drained_files{0}, drained_bytes{0};
+  std::string drain_error;  // guarded by mu: the last commit that failed ("" after one succeeds)
 
   // The remote's path of a path below the mount (a connector's remote is
   // its source's root, "").
@@ -152,6 +180,58 @@ struct Spokes::Mount {
     dirs.clear();
     return true;
   }
+};
+
+// A file written at this spoke: its content staged in an anonymous local
+// file, filled from the version its writers opened when they first change
+// it, and committed to the hub by flush, commit or the last writer's
+// release (spoke_write.cpp); at a write-back mount, parked in the outbox
+// by those instead and committed by the mount's drainer
+// (spoke_writeback.cpp). The write handles of one local inode share it (as
+// they share a FileState locally), and reads of that inode are served from
+// it.
+struct Spokes::Staged {
+  using Gate = asio::experimental::concurrent_channel<void(boost::system::error_code)>;
+  Staged(std::shared_ptr<Mount> m, asio::any_io_executor executor) : mount(std::move(m)), gate(std::move(executor), 1) {}
+  ~Staged() {
+    if (fd >= 0) ::close(fd);
+  }
+
+  const std::shared_ptr<Mount> mount;  // a removed mount lives while its writers do
+  Ino ino = 0;            // the local inode; 0 for a stage() until it is parked
+  bool replaces = false;  // a stage(): new content for a name, committed by commit(h) only
+  Ino replaced = 0;       // a stage(): the local inode of the file the name held (0: none)
+  std::uint32_t mode = 0644;
+  std::uint32_t uid = 0, gid = 0;  // a stage(): its writer's, shown until the hub has the file
+  Gate gate;              // one fill, commit, park or drain at a time: a send takes it, a receive frees it
+  // The content: shared by readers (reads, a commit cutting it, for as
+  // long as that takes), unique to what changes it, which also changes the
+  // fields marked "content" under mu; so mu is held only briefly, and
+  // attribute calls (live()) never wait for a commit. Order: content, mu.
+  std::shared_mutex content;
+  std::mutex mu;
+  Ino dir = 0;            // guarded by mu: the local directory and the path below the
+  std::string rel;        // mount (a rename here moves them)
+  std::uint64_t base_ino = 0, base_version = 0;  // guarded by mu: what the next commit replaces
+  bool filled = false;    // content: fd holds the content (before: base_version's, at the hub)
+  int fd = -1;            // content
+  std::uint64_t size = 0;     // content
+  std::int64_t mtime_ns = 0;  // content
+  std::uint64_t changes = 0;  // content: writes counted
+  std::uint64_t committed = 0;  // guarded by mu: the count of those at the hub
+  bool removed = false;   // guarded by mu: removed here, nothing to commit
+  bool finished = false;  // guarded by mu: a stage() committed, no more writes
+  int writers = 0;        // guarded by State::staged_mu
+  // Write-back, changed with the gate held too: its outbox record's
+  // sequence number (0: not parked), and whether its name is new, not at
+  // the hub yet (a stage() of a name the hub did not have): lookups here
+  // find it in its mount's `pending` names meanwhile.
+  std::uint64_t parked = 0;       // guarded by mu
+  std::int64_t parked_at_ns = 0;  // guarded by mu: when it was first parked
+  bool new_name = false;          // guarded by mu
+  // A stage() parked after an earlier one for the same name: it replaces
+  // what that one commits, so it is committed after it, on its result.
+  std::shared_ptr<Staged> follows;  // guarded by mu
 };
 
 struct Spokes::OpenFile {
@@ -216,6 +296,12 @@ struct Spokes::State {
   std::unordered_map<Ino, std::shared_ptr<Staged>> staged;  // guarded by staged_mu
   std::atomic<std::size_t> staged_count{0};
 
+  // Write-back: what the mounts have parked, by sequence number, and the
+  // next number (spoke_writeback.cpp).
+  std::mutex outbox_mu;
+  std::map<std::uint64_t, std::shared_ptr<Staged>> outbox;  // guarded by outbox_mu
+  std::uint64_t next_parked = 1;                            // guarded by outbox_mu
+
   std::shared_ptr<Mount> mount(std::uint32_t id) const {
     std::lock_guard lock(mounts_mu);
     for (const auto& m : mounts)
@@ -253,9 +339,10 @@ asio::awaitable<Result<Where>> readable_dir(Spokes& spokes, Namespace::Impl& ns,
 // The shadow record of a local inode of a mount (the mount point included).
 Result<Shadow> shadow_of(State& st, kv::Store& kv, Ino ino);
 // The local inode of hub file `a` at `path` (below the mount) in local
-// directory `parent`: the one recorded for it, else a new one.
+// directory `parent`: the one recorded for it, else `reuse` (the number a
+// name parked here had before the hub had it), else a new one.
 Result<Ino> local_ino(State& st, kv::Store& kv, Mount& m, Ino parent, const std::string& path,
-                      const wire::FileAttr& a);
+                      const wire::FileAttr& a, Ino reuse = 0);
 // The system's own context (an administrator): makes mount points,
 // re-establishes pins at start.
 OpContext system_context();
@@ -287,6 +374,66 @@ inline bool cached(State& st, Mount& m, const wire::ChunkRef& c) {
 // called. A polled remote's feed may be an interval behind: what is cached
 // of that file or entry is dropped instead, so that it is asked afresh.
 asio::awaitable<void> catch_up(Mount& m, std::uint64_t ino, std::uint64_t dir = 0, std::string_view name = {});
+
+// --- Writes (spoke_write.cpp) ---------------------------------------------
+// A staged file's gate held (Staged::gate), freed when it goes.
+struct FreeGate {
+  void operator()(Spokes::Staged::Gate* g) const { g->try_receive([](boost::system::error_code) {}); }
+};
+using GateHold = std::unique_ptr<Spokes::Staged::Gate, FreeGate>;
+inline asio::awaitable<GateHold> hold(Spokes::Staged& s) {
+  co_await s.gate.async_send(boost::system::error_code{}, asio::as_tuple(asio::use_awaitable));
+  co_return GateHold(&s.gate);
+}
+// The staged file of local inode `ino`, if it has one.
+std::shared_ptr<Spokes::Staged> staged_of(State& st, Ino ino);
+// An anonymous file in DATA_DIR/spoke-staging (nothing is left of it after
+// a crash), opened O_TMPFILE where the file system can.
+Result<int> staging_file(const std::string& data_dir);
+// Commits what the writers of `sp` wrote since its last commit to the hub,
+// with its gate held. nullopt: nothing new (or removed here).
+// Errc::conflict: another site changed the file first; the content is kept
+// at the hub under a conflict name.
+asio::awaitable<Result<std::optional<wire::FileAttr>>> send_staged(State& st, Namespace::Impl& ns,
+                                                                   std::shared_ptr<Spokes::Staged> sp);
+
+// --- Write-back (spoke_writeback.cpp) --------------------------------------
+// Parks what the writers of `sp` wrote since its last commit, with its gate
+// held: durable here when it returns, at the hub once the mount's drainer
+// has committed it; readers here see it at once.
+asio::awaitable<Status> park(State& st, Namespace::Impl& ns, std::shared_ptr<Spokes::Staged> sp);
+// Commits a write-back mount's parked files to its hub in the order they
+// were parked, whenever the hub can be reached, until the mount stops.
+asio::awaitable<void> drain(std::shared_ptr<State> st, Namespace::Impl& ns, std::shared_ptr<Mount> m);
+void wake_drainer(Mount& m);
+// The files mount `m` parked before a restart, from their records, parked
+// again (prepare()); records it cannot use are logged and kept.
+Status load_parked(State& st, Namespace::Impl& ns, const std::shared_ptr<Mount>& m);
+// Forgets what a removed mount parked (its records stay for its return).
+void drop_parked(State& st, Mount& m);
+// Waits, a bounded while, until nothing parked at `rel` or below it waits
+// for the hub, so that a namespace change there follows the content the
+// hub gets first. Errc::busy when the hub does not take it in time.
+asio::awaitable<Status> settle(State& st, Mount& m, std::string rel);
+// The same for local inode `ino`, when it is a file parked under a name the
+// hub does not have yet (before a change that needs its hub inode).
+asio::awaitable<Status> settle_new_name(State& st, Ino ino);
+// The attributes of a file parked under a name the hub does not have yet,
+// by its local inode or by its directory and name.
+std::optional<Attr> parked_attr(State& st, Ino ino);
+// What parked `s` shows until the hub has it, with s.mu held: its size,
+// times, mode and writer, marked dirty.
+Attr parked_attr_of(const Spokes::Staged& s);
+std::optional<Attr> parked_entry(Mount& m, Ino dir, std::string_view name);
+// The names parked in local directory `dir` that the hub does not have
+// yet, in name order, with their attributes.
+std::vector<std::pair<std::string, Attr>> parked_entries(Mount& m, Ino dir);
+// What mount `m` has parked and not yet committed.
+struct Backlog {
+  std::uint64_t files = 0, bytes = 0;
+  std::int64_t oldest_ns = 0;  // wall clock of the oldest (0: none)
+};
+Backlog backlog(State& st, const Mount& m);
 
 // All entries of a hub directory (the mount's `path`) in name order, with
 // their attributes: cached, else listed (spoke.cpp).

@@ -43,7 +43,7 @@ bool overlaps(std::string_view a, std::string_view b) {
   return b.starts_with(a) && (b.size() == a.size() || b[a.size()] == '/');
 }
 
-SpokeMountStats mount_stats(Mount& m) {
+SpokeMountStats mount_stats(State& st, Mount& m) {
   SpokeMountStats s;
   s.local = m.name;
   s.hub_url = m.spec.hub_url;
@@ -77,6 +77,17 @@ SpokeMountStats mount_stats(Mount& m) {
   if (auto trace = m.trace.load()) s.trace = SpokeTrace{m.name, trace->file().string(), trace->totals().accesses, 0};
   s.prefetch = m.spec.prefetch;
   s.experts = learn_stats(m);
+  s.write_back = m.spec.write_back;
+  const Backlog parked = backlog(st, m);
+  s.parked_files = parked.files;
+  s.parked_bytes = parked.bytes;
+  s.oldest_parked_ns = parked.oldest_ns;
+  s.drained_files = m.drained_files;
+  s.drained_bytes = m.drained_bytes;
+  {
+    std::lock_guard lock(m.mu);
+    s.drain_error = m.drain_error;
+  }
   return s;
 }
 
@@ -106,17 +117,32 @@ constexpr MountFigure kMountFigures[] = {
      [](const SpokeMountStats& s) { return double(s.cache_hit_bytes); }},
     {"weft_spoke_cache_misses_total", "Chunks the spoke mount's reads did not find in the chunk cache", true,
      [](const SpokeMountStats& s) { return double(s.cache_misses); }},
+    {"weft_spoke_writeback_backlog_files", "Files written at the spoke mount and parked, not yet committed at the hub",
+     false, [](const SpokeMountStats& s) { return double(s.parked_files); }},
+    {"weft_spoke_writeback_backlog_bytes", "Bytes of the files parked at the spoke mount for the hub", false,
+     [](const SpokeMountStats& s) { return double(s.parked_bytes); }},
+    {"weft_spoke_writeback_oldest_seconds", "How long the oldest file parked at the spoke mount has waited for the hub",
+     false,
+     [](const SpokeMountStats& s) {
+       return s.oldest_parked_ns ? std::max(0.0, double(now_ns() - s.oldest_parked_ns) / 1e9) : 0.0;
+     }},
+    {"weft_spoke_writeback_committed_total", "Parked files the spoke mount committed at the hub", true,
+     [](const SpokeMountStats& s) { return double(s.drained_files); }},
+    {"weft_spoke_writeback_committed_bytes_total", "Bytes of the parked files the spoke mount committed at the hub",
+     true, [](const SpokeMountStats& s) { return double(s.drained_bytes); }},
 };
 
 metrics::Labels mount_labels(const Mount& m) { return {{"mount", m.name}}; }
 
-void register_mount_metrics(const std::shared_ptr<Mount>& m) {
+void register_mount_metrics(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m) {
   auto& reg = metrics::Registry::global();
+  std::weak_ptr<State> weak_state = st;
   std::weak_ptr<Mount> weak = m;
   for (const MountFigure& f : kMountFigures) {
-    auto read = [weak, fn = f.read] {
+    auto read = [weak_state, weak, fn = f.read] {
+      auto state = weak_state.lock();
       auto mount = weak.lock();
-      return mount ? fn(mount_stats(*mount)) : 0.0;
+      return state && mount ? fn(mount_stats(*state, *mount)) : 0.0;
     };
     if (f.counter)
       reg.counter_fn(f.name, f.help, mount_labels(*m), read);
@@ -311,9 +337,10 @@ void Spokes::publish(const std::shared_ptr<Mount>& m) {
     if (slot >= st.slots_used.load()) st.slots_used.store(slot + 1, std::memory_order_release);
     st.mount_count++;
   }
-  register_mount_metrics(m);
+  register_mount_metrics(state_, m);
   register_expert_metrics(m);
   asio::co_spawn(st.executor, connect(state_, m), asio::detached);
+  asio::co_spawn(st.executor, drain(state_, ns_, m), asio::detached);
 }
 
 Task<void> Spokes::add(SpokeMount spec) {
@@ -369,6 +396,7 @@ Status Spokes::remove(std::string_view local_view) {
     st.mount_count--;
   }
   stop_mount(*m);
+  drop_parked(st, *m);
   {
     std::lock_guard lock(m->mu);
     m->drop_cache();
@@ -381,7 +409,7 @@ Status Spokes::remove(std::string_view local_view) {
 
 SpokeStats Spokes::stats() const {
   SpokeStats out;
-  for (const auto& m : state_->all()) out.mounts.push_back(mount_stats(*m));
+  for (const auto& m : state_->all()) out.mounts.push_back(mount_stats(*state_, *m));
   out.cache = cache_stats(*state_);
   return out;
 }

@@ -811,6 +811,25 @@ Task<Handle> Spokes::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
   if (!flags.read && !flags.write) co_return Errc::invalid;
   if ((flags.truncate || flags.append) && !flags.write) co_return Errc::invalid;
   if (flags.snapshot && flags.write) co_return Errc::invalid;
+  if (auto parked = parked_attr(*state_, ino)) {
+    // Parked here under a name the hub does not have yet: read from what
+    // is parked; written once the hub has it.
+    if (flags.write) {
+      auto sop = settle_new_name(*state_, ino);
+      if (auto s = co_await std::move(sop); !s) co_return s.error();
+    } else {
+      if (auto s = ns_.may(ctx, *parked, 4); !s) co_return s.error();
+      auto s = staged_of(*state_, ino);
+      if (!s) co_return Errc::stale;
+      auto of = std::make_shared<OpenFile>();
+      of->mount = s->mount;
+      of->ino = ino;
+      of->flags = flags;
+      of->manifest = std::make_shared<const wire::Manifest>();
+      of->staged = std::move(s);
+      co_return add_handle(std::move(of));
+    }
+  }
   auto w = where(*state_, *ns_.kv, ino);
   if (!w) co_return w.error();
   // Close-to-open costs a round trip to the hub. A snapshot (an S3 GET)
@@ -852,10 +871,7 @@ Task<Handle> Spokes::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
     auto attached = co_await attach_writer(ctx, *of, *a, flags);
     if (!attached) co_return attached.error();
   }
-  std::lock_guard lock(state_->handles_mu);
-  Handle h{kHandleBit | state_->next_handle++};
-  state_->handles.emplace(h.id, std::move(of));
-  co_return h;
+  co_return add_handle(std::move(of));
 }
 
 Task<std::size_t> Spokes::read(const OpContext& ctx, Handle h, std::uint64_t offset, std::span<std::byte> out) {

@@ -35,43 +35,6 @@ namespace weft::ns {
 
 using namespace spoke_detail;
 
-// A file written at this spoke: its content staged in an anonymous local
-// file, filled from the version its writers opened when they first change
-// it, and committed to the hub by flush, commit or the last writer's
-// release. The write handles of one local inode share it (as they share a
-// FileState locally), and reads of that inode are served from it.
-struct Spokes::Staged {
-  using Gate = asio::experimental::concurrent_channel<void(boost::system::error_code)>;
-  Staged(std::shared_ptr<Mount> m, asio::any_io_executor executor) : mount(std::move(m)), gate(std::move(executor), 1) {}
-  ~Staged() {
-    if (fd >= 0) ::close(fd);
-  }
-
-  const std::shared_ptr<Mount> mount;  // a removed mount lives while its writers do
-  Ino ino = 0;            // the local inode; 0 for a stage()
-  bool replaces = false;  // a stage(): new content for a name, committed by commit(h) only
-  std::uint32_t mode = 0644;
-  Gate gate;              // one fill or commit at a time: a send takes it, a receive frees it
-  // The content: shared by readers (reads, a commit cutting it, for as
-  // long as that takes), unique to what changes it, which also changes the
-  // fields marked "content" under mu; so mu is held only briefly, and
-  // attribute calls (live()) never wait for a commit. Order: content, mu.
-  std::shared_mutex content;
-  std::mutex mu;
-  Ino dir = 0;            // guarded by mu: the local directory and the path below the
-  std::string rel;        // mount (a rename here moves them)
-  std::uint64_t base_ino = 0, base_version = 0;  // guarded by mu: what the next commit replaces
-  bool filled = false;    // content: fd holds the content (before: base_version's, at the hub)
-  int fd = -1;            // content
-  std::uint64_t size = 0;     // content
-  std::int64_t mtime_ns = 0;  // content
-  std::uint64_t changes = 0;  // content: writes counted
-  std::uint64_t committed = 0;  // guarded by mu: the count of those at the hub
-  bool removed = false;   // guarded by mu: removed here, nothing to commit
-  bool finished = false;  // guarded by mu: a stage() committed, no more writes
-  int writers = 0;        // guarded by State::staged_mu
-};
-
 namespace {
 
 using Staged = Spokes::Staged;
@@ -87,16 +50,6 @@ constexpr int kCommitAttempts = 4;
 // Conflict names tried when one taken in the same second exists.
 constexpr int kConflictNames = 16;
 
-struct FreeGate {
-  void operator()(Staged::Gate* g) const { g->try_receive([](boost::system::error_code) {}); }
-};
-using GateHold = std::unique_ptr<Staged::Gate, FreeGate>;
-
-asio::awaitable<GateHold> hold(Staged& s) {
-  co_await s.gate.async_send(boost::system::error_code{}, asio::as_tuple(asio::use_awaitable));
-  co_return GateHold(&s.gate);
-}
-
 // Changes need the hub: refused while it is unreachable, read-only as an
 // available mount serves then (SPOKES.md, "The hub unreachable").
 Status may_change(Mount& m) {
@@ -104,6 +57,17 @@ Status may_change(Mount& m) {
   if (m.stopped) return Errc::unavailable;
   if (!m.connected()) return m.spec.strict ? Errc::unavailable : Errc::read_only;
   return {};
+}
+
+// File content, too, except at a write-back mount, which parks it until
+// the hub is back (an available one: a strict mount answers nothing then).
+Status may_write_content(Mount& m) {
+  if (m.spec.write_back) {
+    std::lock_guard lock(m.mu);
+    if (m.stopped || (m.spec.strict && !m.connected())) return Errc::unavailable;
+    return {};
+  }
+  return may_change(m);
 }
 
 // After a change the hub decided, answered as of its change-log position
@@ -145,40 +109,6 @@ void forget(Mount& m, std::uint64_t hub_ino) {
   m.epoch++;
   m.attrs.erase(hub_ino);
   m.dirs.erase(hub_ino);
-}
-
-std::string leaf_of(const std::string& rel) {
-  const auto slash = rel.rfind('/');
-  return slash == std::string::npos ? rel : rel.substr(slash + 1);
-}
-
-std::string parent_of(const std::string& rel) {
-  const auto slash = rel.rfind('/');
-  return slash == std::string::npos ? std::string() : rel.substr(0, slash);
-}
-
-std::shared_ptr<Staged> staged_of(Spokes::State& st, Ino ino) {
-  if (st.staged_count.load() == 0) return nullptr;
-  std::lock_guard lock(st.staged_mu);
-  auto it = st.staged.find(ino);
-  return it == st.staged.end() ? nullptr : it->second;
-}
-
-// An anonymous file in DATA_DIR/spoke-staging: unlinked at once, so a crash
-// leaves nothing behind.
-Result<int> staging_file(const std::string& data_dir) {
-  const std::filesystem::path dir = std::filesystem::path(data_dir) / "spoke-staging";
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    spdlog::error("spoke: cannot make {}: {}", dir.string(), ec.message());
-    return Errc::io;
-  }
-  std::string name = (dir / "write-XXXXXX").string();
-  const int fd = ::mkostemp(name.data(), O_CLOEXEC);
-  if (fd < 0) return from_errno(errno);
-  ::unlink(name.c_str());
-  return fd;
 }
 
 // Makes the staged file hold what the writers start from: the first `keep`
@@ -362,15 +292,81 @@ asio::awaitable<Status> keep_conflict(Spokes::State& st, Namespace::Impl& ns, Mo
   co_return Errc::exists;
 }
 
-// Commits what the writers of `sp` wrote since its last commit. nullopt:
-// nothing new (or removed here). Errc::conflict: another site changed the
-// file first; the content is kept under a conflict name.
+// Commits what the writers of `sp` wrote since its last commit: sent to
+// the hub, or parked for it at a write-back mount. nullopt: nothing new
+// reached the hub (or removed here).
 asio::awaitable<Result<std::optional<wire::FileAttr>>> commit_staged(Spokes::State& st, Namespace::Impl& ns,
                                                                      std::shared_ptr<Staged> sp) {
+  auto gate = co_await hold(*sp);
+  if (sp->mount->spec.write_back) {
+    auto op = park(st, ns, sp);
+    if (auto parked = co_await std::move(op); !parked) co_return parked.error();
+    co_return std::optional<wire::FileAttr>();
+  }
+  co_return co_await send_staged(st, ns, std::move(sp));
+}
+
+// Where a change to entry `name` of spoke directory `dir` goes.
+struct EntryPlace {
+  std::shared_ptr<Mount> mount;
+  Shadow dir;    // the directory's shadow (hub inode, path)
+  Attr dir_attr;
+  std::string rel;  // the entry's path below the mount
+};
+
+// Checks that ctx may change the entries of `dir` (a victim's sticky-bit
+// check is the caller's) and that the hub can be asked (for `content`: that
+// file content may be written).
+asio::awaitable<Result<EntryPlace>> entry_place(Spokes& spokes, Namespace::Impl& ns, Spokes::State& st,
+                                                const OpContext& ctx, Ino dir, std::string name,
+                                                bool content = false) {
+  if (auto s = check_name(name); !s) co_return s.error();
+  if (auto s = ns.may_write_export(ctx); !s) co_return s.error();
+  auto w = where(st, *ns.kv, dir);
+  if (!w) co_return w.error();
+  if (auto s = content ? may_write_content(*w->mount) : may_change(*w->mount); !s) co_return s.error();
+  auto d = co_await spokes.getattr(ctx, dir);
+  if (!d) co_return d.error();
+  if (auto s = ns.may_change_entries(ctx, *d, nullptr); !s) co_return s.error();
+  auto sh = shadow_of(st, *ns.kv, dir);  // again: a mount point's learns its hub inode from getattr
+  if (!sh) co_return sh.error();
+  co_return EntryPlace{w->mount, *sh, *d, join(sh->path, name)};
+}
+
+}  // namespace
+
+namespace spoke_detail {
+
+std::shared_ptr<Staged> staged_of(State& st, Ino ino) {
+  if (st.staged_count.load() == 0) return nullptr;
+  std::lock_guard lock(st.staged_mu);
+  auto it = st.staged.find(ino);
+  return it == st.staged.end() ? nullptr : it->second;
+}
+
+Result<int> staging_file(const std::string& data_dir) {
+  const std::filesystem::path dir = std::filesystem::path(data_dir) / "spoke-staging";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    spdlog::error("spoke: cannot make {}: {}", dir.string(), ec.message());
+    return Errc::io;
+  }
+  // O_TMPFILE where the file system has it: such a file can be linked
+  // into the outbox later without a copy (write-back).
+  if (int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600); fd >= 0) return fd;
+  std::string name = (dir / "write-XXXXXX").string();
+  const int fd = ::mkostemp(name.data(), O_CLOEXEC);
+  if (fd < 0) return from_errno(errno);
+  ::unlink(name.c_str());
+  return fd;
+}
+
+asio::awaitable<Result<std::optional<wire::FileAttr>>> send_staged(State& st, Namespace::Impl& ns,
+                                                                   std::shared_ptr<Staged> sp) {
   using Out = std::optional<wire::FileAttr>;
   Staged& s = *sp;
   Mount& m = *s.mount;
-  auto gate = co_await hold(s);
   for (int attempt = 0;; ++attempt) {
     std::uint64_t gen, base_ino, base_version, size;
     std::string rel;
@@ -458,35 +454,6 @@ asio::awaitable<Result<std::optional<wire::FileAttr>>> commit_staged(Spokes::Sta
   }
 }
 
-// Where a change to entry `name` of spoke directory `dir` goes.
-struct EntryPlace {
-  std::shared_ptr<Mount> mount;
-  Shadow dir;    // the directory's shadow (hub inode, path)
-  Attr dir_attr;
-  std::string rel;  // the entry's path below the mount
-};
-
-// Checks that ctx may change the entries of `dir` (a victim's sticky-bit
-// check is the caller's) and that the hub can be asked.
-asio::awaitable<Result<EntryPlace>> entry_place(Spokes& spokes, Namespace::Impl& ns, Spokes::State& st,
-                                                const OpContext& ctx, Ino dir, std::string name) {
-  if (auto s = check_name(name); !s) co_return s.error();
-  if (auto s = ns.may_write_export(ctx); !s) co_return s.error();
-  auto w = where(st, *ns.kv, dir);
-  if (!w) co_return w.error();
-  if (auto s = may_change(*w->mount); !s) co_return s.error();
-  auto d = co_await spokes.getattr(ctx, dir);
-  if (!d) co_return d.error();
-  if (auto s = ns.may_change_entries(ctx, *d, nullptr); !s) co_return s.error();
-  auto sh = shadow_of(st, *ns.kv, dir);  // again: a mount point's learns its hub inode from getattr
-  if (!sh) co_return sh.error();
-  co_return EntryPlace{w->mount, *sh, *d, join(sh->path, name)};
-}
-
-}  // namespace
-
-namespace spoke_detail {
-
 asio::awaitable<void> catch_up(Mount& m, std::uint64_t ino, std::uint64_t dir, std::string_view name) {
   {
     std::lock_guard lock(m.mu);
@@ -533,6 +500,13 @@ std::shared_ptr<Spokes::OpenFile> Spokes::open_file(Handle h) const {
   return it == state_->handles.end() ? nullptr : it->second;
 }
 
+Handle Spokes::add_handle(std::shared_ptr<OpenFile> of) {
+  std::lock_guard lock(state_->handles_mu);
+  Handle h{kHandleBit | state_->next_handle++};
+  state_->handles.emplace(h.id, std::move(of));
+  return h;
+}
+
 Attr Spokes::live(Attr a) const {
   auto s = staged_of(*state_, a.ino);
   if (!s) return a;
@@ -558,7 +532,7 @@ std::optional<Result<std::size_t>> Spokes::read_staged(const OpenFile& of, std::
 }
 
 Task<void> Spokes::attach_writer(const OpContext& ctx, OpenFile& of, const Attr& a, OpenFlags flags) {
-  if (auto s = may_change(*of.mount); !s) co_return s.error();
+  if (auto s = may_write_content(*of.mount); !s) co_return s.error();
   if (auto s = ns_.may_write_export(ctx); !s) co_return s.error();
   if (auto s = ns_.may(ctx, a, 2); !s) co_return s.error();
   auto sh = shadow_of(*state_, *ns_.kv, of.ino);
@@ -615,8 +589,13 @@ Task<void> Spokes::release_writer(std::shared_ptr<Staged> s) {
                       s->mount->hub_path(s->rel), r.error().message());
     }
   }
+  bool parked;
+  {
+    std::lock_guard lock(s->mu);
+    parked = s->parked != 0;  // readers find it until the hub has it
+  }
   std::lock_guard lock(state_->staged_mu);
-  if (s->writers == 0) {
+  if (s->writers == 0 && !parked) {
     auto it = state_->staged.find(s->ino);
     if (it != state_->staged.end() && it->second == s) state_->staged.erase(it);
     state_->staged_count = state_->staged.size();
@@ -626,25 +605,48 @@ Task<void> Spokes::release_writer(std::shared_ptr<Staged> s) {
 
 Task<Handle> Spokes::stage(const OpContext& ctx, Ino dir, std::string_view name_view, std::uint32_t mode) {
   const std::string name(name_view);
-  auto pop = entry_place(*this, ns_, *state_, ctx, dir, name);
+  auto pop = entry_place(*this, ns_, *state_, ctx, dir, name, true);
   auto place = co_await std::move(pop);
   if (!place) co_return place.error();
   Mount& m = *place->mount;
   co_await catch_up(m, 0, place->dir.hub_ino, name);
-  // What the name holds now is what the commit replaces.
+  // What the name holds now is what the commit replaces: the hub's
+  // version, or what is parked for it here (committed first, then this on
+  // its result).
   std::uint64_t base_ino = 0, base_version = 0;
+  Ino replaced = 0;
+  std::shared_ptr<Staged> before;
   auto existing = co_await lookup(ctx, dir, name);
   if (existing) {
     if (existing->type == FileType::directory) co_return Errc::is_dir;
-    auto sh = shadow_of(*state_, *ns_.kv, existing->ino);
-    if (!sh) co_return sh.error();
-    base_ino = sh->hub_ino;
-    base_version = existing->version;
+    replaced = existing->ino;
+    if ((before = staged_of(*state_, existing->ino))) {
+      std::lock_guard lock(before->mu);
+      if (before->parked) {
+        base_ino = before->base_ino;
+        base_version = before->base_version;
+      } else {
+        before.reset();
+      }
+    }
+    if (!before) {
+      auto sh = shadow_of(*state_, *ns_.kv, existing->ino);
+      if (!sh) co_return sh.error();
+      base_ino = sh->hub_ino;
+      base_version = existing->version;
+    }
+  } else if (existing.error() == make_error_code(Errc::unavailable) && m.spec.write_back) {
+    // The hub away and the name not cached: new as far as this spoke
+    // knows (if the hub had it, the commit keeps this as a conflict copy).
   } else if (existing.error() != make_error_code(Errc::not_found)) {
     co_return existing.error();
   }
   auto s = std::make_shared<Staged>(place->mount, state_->executor);
   s->replaces = true;
+  s->replaced = replaced;
+  s->follows = std::move(before);
+  s->uid = ctx.principal.uid;
+  s->gid = ctx.principal.gid;
   s->mode = mode & 07777;
   s->dir = dir;
   s->rel = place->rel;
@@ -659,10 +661,7 @@ Task<Handle> Spokes::stage(const OpContext& ctx, Ino dir, std::string_view name_
   of->path = m.hub_path(place->rel);
   of->manifest = std::make_shared<const wire::Manifest>();
   of->staged = std::move(s);
-  std::lock_guard lock(state_->handles_mu);
-  Handle h{kHandleBit | state_->next_handle++};
-  state_->handles.emplace(h.id, std::move(of));
-  co_return h;
+  co_return add_handle(std::move(of));
 }
 
 Task<std::size_t> Spokes::write(const OpContext& ctx, Handle h, std::uint64_t offset, std::span<const std::byte> data) {
@@ -670,7 +669,7 @@ Task<std::size_t> Spokes::write(const OpContext& ctx, Handle h, std::uint64_t of
   auto of = open_file(h);
   if (!of || !of->staged) co_return Errc::bad_handle;
   std::shared_ptr<Staged> s = of->staged;
-  if (auto ok = may_change(*s->mount); !ok) co_return ok.error();
+  if (auto ok = may_write_content(*s->mount); !ok) co_return ok.error();
   const std::uint64_t max = ns_.opt.max_file_size;
   if (offset > max || data.size() > max - offset) co_return Errc::too_big;
   if (data.empty()) co_return std::size_t{0};
@@ -707,7 +706,14 @@ Task<Attr> Spokes::commit_file(const OpContext& ctx, std::shared_ptr<Staged> s) 
   auto op = commit_staged(*state_, ns_, s);
   auto r = co_await std::move(op);
   if (!r) co_return r.error();
-  if (!*r) co_return co_await getattr(ctx, s->ino);
+  if (!*r) {
+    auto a = co_await getattr(ctx, s->ino);
+    std::lock_guard lock(s->mu);
+    // Parked while the hub is away, its attributes unknown here: what was
+    // parked is what the caller needs (it is durable).
+    if (!a && s->parked) co_return parked_attr_of(*s);
+    co_return a;
+  }
   Ino ino = s->ino;
   if (!ino) {  // a stage(): its file is new here
     std::string rel;
@@ -825,6 +831,8 @@ Task<void> Spokes::remove(const OpContext& ctx, Ino dir, std::string_view name_v
   if (!victim) co_return victim.error();
   if (victim->type == FileType::directory) co_return Errc::is_dir;
   if (auto s = ns_.may_change_entries(ctx, place->dir_attr, &*victim); !s) co_return s.error();
+  auto sop = settle(*state_, m, place->rel);
+  if (auto s = co_await std::move(sop); !s) co_return s.error();
   auto op = m.client->remove(m.hub_path(place->rel));
   auto r = co_await std::move(op);
   if (!r) co_return make_error_code(errc_of_hub(r.error()));
@@ -847,6 +855,8 @@ Task<void> Spokes::rmdir(const OpContext& ctx, Ino dir, std::string_view name_vi
   if (!victim) co_return victim.error();
   if (victim->type != FileType::directory) co_return Errc::not_dir;
   if (auto s = ns_.may_change_entries(ctx, place->dir_attr, &*victim); !s) co_return s.error();
+  auto sop = settle(*state_, m, place->rel);
+  if (auto s = co_await std::move(sop); !s) co_return s.error();
   auto op = m.client->rmdir(m.hub_path(place->rel));
   auto r = co_await std::move(op);
   if (!r) co_return make_error_code(errc_of_hub(r.error()));
@@ -876,6 +886,10 @@ Task<void> Spokes::rename(const OpContext& ctx, Ino src_dir, std::string_view sr
   } else if (replaced.error() != make_error_code(Errc::not_found)) {
     co_return replaced.error();
   }
+  for (const std::string* rel : {&from->rel, &to->rel}) {
+    auto sop = settle(*state_, m, *rel);
+    if (auto s = co_await std::move(sop); !s) co_return s.error();
+  }
   auto op = m.client->rename(m.hub_path(from->rel), m.hub_path(to->rel), no_replace);
   auto r = co_await std::move(op);
   if (!r) co_return make_error_code(errc_of_hub(r.error()));
@@ -897,6 +911,8 @@ Task<void> Spokes::rename(const OpContext& ctx, Ino src_dir, std::string_view sr
 
 Task<Attr> Spokes::setattr(const OpContext& ctx, Ino ino, const SetAttr& changes) {
   if (auto s = ns_.may_write_export(ctx); !s) co_return s.error();
+  auto nop = settle_new_name(*state_, ino);
+  if (auto s = co_await std::move(nop); !s) co_return s.error();
   auto w = where(*state_, *ns_.kv, ino);
   if (!w) co_return w.error();
   Mount& m = *w->mount;
@@ -933,6 +949,10 @@ Task<Attr> Spokes::setattr(const OpContext& ctx, Ino ino, const SetAttr& changes
     co_return live(*a);
   auto sh = shadow_of(*state_, *ns_.kv, ino);
   if (!sh) co_return sh.error();
+  // After what is parked for it: the hub's new attributes must not make
+  // that content a conflict.
+  auto sop = settle(*state_, m, sh->path);
+  if (auto s = co_await std::move(sop); !s) co_return s.error();
   auto op = m.client->setattr(m.hub_path(sh->path), to_hub);
   auto r = co_await std::move(op);
   if (!r) co_return make_error_code(errc_of_hub(r.error()));

@@ -16,6 +16,7 @@ namespace weft::rest {
 namespace {
 
 constexpr std::array<std::string_view, 2> kModes{"strict", "available"};
+constexpr std::array<std::string_view, 2> kWrites{"through", "back"};
 
 nlohmann::json mount_json(const ns::SpokeMountStats& m) {
   nlohmann::json feed;
@@ -80,6 +81,18 @@ nlohmann::json mount_json(const ns::SpokeMountStats& m) {
   prefetch["enabled"] = m.prefetch;
   prefetch["experts"] = std::move(experts);
   j["prefetch"] = std::move(prefetch);
+  j["write"] = m.write_back ? "back" : "through";
+  // What waits to be committed at the hub (write-back; a mount that was
+  // write-back before a restart drains what it parked then, too).
+  nlohmann::json writeback;
+  writeback["files"] = m.parked_files;
+  writeback["bytes"] = m.parked_bytes;
+  writeback["oldest_age_s"] =
+      m.oldest_parked_ns ? std::max(0.0, double(audit::now_ns() - m.oldest_parked_ns) / 1e9) : 0.0;
+  writeback["committed_files"] = m.drained_files;
+  writeback["committed_bytes"] = m.drained_bytes;
+  writeback["last_error"] = m.drain_error;
+  j["writeback"] = std::move(writeback);
   return j;
 }
 
@@ -115,7 +128,8 @@ Reply spoke_add(Service& s, Call& c) {
                                           {"password", JsonType::string},
                                           {"mode", JsonType::string},
                                           {"ca_file", JsonType::string},
-                                          {"prefetch", JsonType::boolean}};
+                                          {"prefetch", JsonType::boolean},
+                                          {"write", JsonType::string}};
   auto body = co_await c.read_json(kFields);
   if (!body) co_return body.error();
   ns::SpokeMount spec;
@@ -152,6 +166,12 @@ Reply spoke_add(Service& s, Call& c) {
                              std::strerror(errno));
   }
   spec.prefetch = body->value("prefetch", true);
+  if (body->contains("write")) {
+    const std::string write = (*body)["write"].get<std::string>();
+    if (write != kWrites[0] && write != kWrites[1])
+      co_return invalid_json("field \"write\": expected through or back");
+    spec.write_back = write == kWrites[1];
+  }
   auto added = co_await s.ns.add_spoke(c.ctx, spec);
   if (!added) {
     const ns::Errc e = ns::errc_of(added.error());

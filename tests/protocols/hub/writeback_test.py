@@ -11,6 +11,8 @@ the WAN emulator:
   read back at the spoke; the backlog counts both (files, bytes) while the
   hub keeps what it had; it outlives a restart of the spoke; the link up,
   it drains and the hub has both.
+- A file uploaded over SFTP (written, then closed: the last writer's
+  release parks it) reads back over S3 at once and reaches the hub.
 - A conflict: an object overwritten at the spoke while the link is down and
   at the hub meanwhile; drained, the hub keeps its own version and the
   spoke's beside it under a conflict name.
@@ -36,11 +38,11 @@ from boto3.s3.transfer import TransferConfig
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hubsite import Site, Spoke, hub_put, rest, run_tests, spoke_mount  # noqa: E402
 from spoke_ops_test import csv_rows, metric, s3_body, sha  # noqa: E402
-from two_spokes_test import hub_get, hub_names  # noqa: E402
+from two_spokes_test import MOUNT, hub_get, hub_names  # noqa: E402
 
 WEFT = None
 DATASETS = "data/datasets/"  # the hub directory the spoke mounts at /datasets
-SPOKE = ("rest", "s3")
+SPOKE = ("rest", "s3", "sftp")
 DRAIN = 20         # seconds a write-back may take to reach the hub over a link that is up
 DRAIN_AFTER = 30   # the same once the link is back up after an outage
 ACCEPT = 5         # seconds a PUT may take at the spoke while the link is down
@@ -242,6 +244,19 @@ class WriteBackTest(unittest.TestCase):
         self.assertEqual(hub_get(self.hub, "conflict.txt"), (200, at_hub))
         self.assertEqual(hub_get(self.hub, name), (200, at_spoke))
         self.assertEqual(self.backlog()["bytes"], 0)
+
+
+    def test_6_an_sftp_upload_parks_on_close(self):
+        body = mixed(4 << 20)
+        transport, sftp = self.spoke.sftp()
+        try:
+            sftp.putfo(io.BytesIO(body), MOUNT + "sftp-upload.bin")
+        finally:
+            sftp.close()
+            transport.close()
+        self.assert_reads({"sftp-upload.bin": body})
+        after = self.drain({"sftp-upload.bin": body}, DRAIN)
+        self.assert_metrics_match(after)
 
 
 class WriteThroughTest(unittest.TestCase):
