@@ -352,6 +352,7 @@ Status Spokes::start(asio::any_io_executor executor, const std::vector<SpokeMoun
   st.cache_options = cache_options;
   st.alloc.init(kShadowInoBase);
   if (auto s = load_pins(); !s) return s.error();
+  sweep_outbox(ns_);
   // Spokes outlives the feeds (stop() ends them) and the io_context's work.
   st.on_connected = [this](const std::shared_ptr<Mount>& m) {
     wake_drainer(*m);

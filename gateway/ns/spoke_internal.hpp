@@ -409,6 +409,10 @@ void wake_drainer(Mount& m);
 // The files mount `m` parked before a restart, from their records, parked
 // again (prepare()); records it cannot use are logged and kept.
 Status load_parked(State& st, Namespace::Impl& ns, const std::shared_ptr<Mount>& m);
+// Removes outbox files without a record (a crash between linking and
+// recording, or between dropping a record and its file); at start, before
+// any mount parks.
+void sweep_outbox(Namespace::Impl& ns);
 // Forgets what a removed mount parked (its records stay for its return).
 void drop_parked(State& st, Mount& m);
 // Waits, a bounded while, until nothing parked at `rel` or below it waits

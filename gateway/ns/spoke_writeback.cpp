@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 namespace weft::ns {
 
@@ -459,6 +460,23 @@ Status load_parked(State& st, Namespace::Impl& ns, const std::shared_ptr<Mount>&
     spdlog::info("spoke {}: {} files ({} bytes) parked before the restart wait for the hub", m->name, mine.size(),
                  bytes);
   return {};
+}
+
+void sweep_outbox(Namespace::Impl& ns) {
+  const std::string prefix(1, rec::kSpokeParkedTag);
+  std::set<std::string> recorded;
+  kv::Status s = ns.kv->scan(prefix, kv::prefix_end(prefix), 0, [&](std::string_view k, std::string_view) {
+    if (k.size() == 9) recorded.insert(parked_file(ns.opt.data_dir, get_be(k, 1, 8)).filename().string());
+    return true;
+  });
+  if (!s.ok()) return;  // load_parked() says so
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(outbox_dir(ns.opt.data_dir), ec))
+    if (!recorded.contains(e.path().filename().string())) {
+      spdlog::info("spoke: removing {}, parked before a crash and never recorded (its writer was not answered)",
+                   e.path().string());
+      std::filesystem::remove(e.path(), ec);
+    }
 }
 
 void drop_parked(State& st, Mount& m) {

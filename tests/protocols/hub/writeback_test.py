@@ -10,7 +10,8 @@ the WAN emulator:
 - The link down: a new object and an overwrite are accepted at once and
   read back at the spoke; the backlog counts both (files, bytes) while the
   hub keeps what it had; it outlives a restart of the spoke; the link up,
-  it drains and the hub has both.
+  it drains and the hub has both (an outbox file without a record is
+  removed at the restart).
 - A file uploaded over SFTP (written, then closed: the last writer's
   release parks it) reads back over S3 at once and reaches the hub.
 - A conflict: an object overwritten at the spoke while the link is down and
@@ -205,8 +206,16 @@ class WriteBackTest(unittest.TestCase):
         self.assertEqual(hub_get(self.hub, "made-offline.bin")[0], 404)
         self.assertEqual(hub_get(self.hub, "outage.csv"), (200, old))
 
-        # Restarted with the link still down: the backlog is kept.
+        # Restarted with the link still down: the backlog is kept; an outbox
+        # file without a record (a crash between parking and recording it:
+        # its writer was never answered) is removed.
+        outbox = self.spoke.data / "spoke-outbox"
+        self.assertEqual(len(list(outbox.iterdir())), 2)
+        stray = outbox / "00000000deadbeef"
+        stray.write_bytes(b"parked, never recorded")
         self.spoke.restart()
+        self.assertFalse(stray.exists())
+        self.assertEqual(len(list(outbox.iterdir())), 2)
         self.s3.close()
         type(self).s3 = self.spoke.s3()
         kept = until(self, lambda: (f := self.backlog())["files"] == 2 and f,
@@ -220,6 +229,7 @@ class WriteBackTest(unittest.TestCase):
         self.link.command("up")
         drained = self.drain(files, DRAIN_AFTER)
         self.assertEqual(drained["bytes"], 0, drained)
+        self.assertEqual(list(outbox.iterdir()), [])
         self.assertEqual(self.metrics()["backlog_files"], 0)
         self.assert_reads(files)
 
