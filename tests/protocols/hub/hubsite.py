@@ -107,11 +107,13 @@ class Spoke(Gateway):
         super().__init__(weft, protocols=protocols, prefix="weft-spoke-", region=region, args=args,
                          config=config or None)
 
-    def restart(self):
-        """SIGTERM (exit 0), then `weft serve` again on the same data directory."""
+    def restart(self, crash=False):
+        """SIGTERM (exit 0), or SIGKILL if `crash`, then `weft serve` again
+        on the same data directory."""
         started = time.monotonic()
-        self.proc.send_signal(signal.SIGTERM)
-        assert self.proc.wait(timeout=10) == 0, self.log()
+        self.proc.send_signal(signal.SIGKILL if crash else signal.SIGTERM)
+        code = self.proc.wait(timeout=10)
+        assert code == (-signal.SIGKILL if crash else 0), self.log()
         self.stop_seconds = time.monotonic() - started
         command = [self.weft, "serve", "--data", str(self.data)]
         for p in ("s3", "rest", "nfs", "smb", "sftp"):

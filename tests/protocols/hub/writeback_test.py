@@ -14,6 +14,8 @@ the WAN emulator:
   removed at the restart).
 - A file uploaded over SFTP (written, then closed: the last writer's
   release parks it) reads back over S3 at once and reaches the hub.
+- A PUT answered, then the spoke killed (SIGKILL) with the link down: after
+  a restart the backlog holds it and the hub gets the same bytes.
 - A conflict: an object overwritten at the spoke while the link is down and
   at the hub meanwhile; drained, the hub keeps its own version and the
   spoke's beside it under a conflict name.
@@ -255,6 +257,22 @@ class WriteBackTest(unittest.TestCase):
         self.assertEqual(hub_get(self.hub, name), (200, at_spoke))
         self.assertEqual(self.backlog()["bytes"], 0)
 
+
+    def test_7_an_answered_put_outlives_a_crash(self):
+        self.s3.list_objects_v2(Bucket="datasets")
+        self.link_down()
+        body = mixed(3 << 20)
+        self.put("crash.bin", body)
+        # Killed the moment after the answer: what was answered is durable.
+        self.spoke.restart(crash=True)
+        self.s3.close()
+        type(self).s3 = self.spoke.s3()
+        kept = until(self, lambda: (f := self.backlog())["files"] == 1 and f,
+                     lambda: "the backlog after a crash: %s" % self.backlog(), ACCEPT)
+        self.assertEqual(kept["bytes"], len(body), kept)
+        self.link.command("up")
+        self.drain({"crash.bin": body}, DRAIN_AFTER)
+        self.assert_reads({"crash.bin": body})
 
     def test_6_an_sftp_upload_parks_on_close(self):
         body = mixed(4 << 20)
