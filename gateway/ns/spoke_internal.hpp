@@ -324,6 +324,7 @@ namespace spoke_detail {
 
 using State = Spokes::State;
 using Mount = Spokes::Mount;
+using Staged = Spokes::Staged;
 using Shadow = Spokes::Shadow;
 
 struct Where {

@@ -37,8 +37,6 @@ using namespace spoke_detail;
 
 namespace {
 
-using Staged = Spokes::Staged;
-
 // How long open() waits for the feed to catch up with the hub, and how often
 // it looks: the hub's feed sends a change within about 20 ms plus half an RTT.
 constexpr auto kCatchUpWait = std::chrono::seconds(2);

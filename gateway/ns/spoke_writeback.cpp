@@ -35,8 +35,6 @@ using namespace spoke_detail;
 
 namespace {
 
-using Staged = Spokes::Staged;
-
 // A commit that failed is tried again after this, doubling up to the most
 // (a hub that is back wakes the drainer at once through its feed).
 constexpr auto kRetryFirst = std::chrono::seconds(1);
