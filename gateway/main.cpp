@@ -10,6 +10,9 @@
 #include "protocols/registry.hpp"
 
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <exception>
@@ -19,6 +22,17 @@
 namespace {
 
 constexpr int kConfigError = 2;
+
+// Connections, open files and the files a write-back spoke mount has parked
+// each hold a descriptor: the soft limit (often 1024) goes up to the hard one.
+void raise_descriptor_limit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
+  const rlim_t was = lim.rlim_cur;
+  lim.rlim_cur = lim.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &lim) == 0)
+    spdlog::debug("open files: the limit raised from {} to {}", was, lim.rlim_cur);
+}
 
 int serve(const std::optional<std::filesystem::path>& config_file,
           const weft::gateway::Overrides& overrides) {
@@ -34,6 +48,7 @@ int serve(const std::optional<std::filesystem::path>& config_file,
     std::fprintf(stderr, "%s\n", failure->message.c_str());
     return kConfigError;
   }
+  raise_descriptor_limit();
   weft::protocols::Registry registry;
   weft::protocols::register_all(registry);
   Server server(std::move(*config), registry);
