@@ -666,6 +666,7 @@ asio::awaitable<Result<std::vector<std::pair<std::string, wire::FileAttr>>>> hub
       d.listing->emplace_back(name, a.ino);
     }
   }
+  for (const auto& [name, a] : out) m.note_name(dir_hub_ino, name, a);
   co_return out;
 }
 
@@ -762,6 +763,7 @@ Task<Attr> Spokes::lookup(const OpContext& ctx, Ino dir, std::string_view name_v
       m.dirs[dir_hub].names[name] = a.ino;
       m.attrs[a.ino] = a;
     }
+    m.note_name(dir_hub, name, a);
   }
   auto ino = local_ino(*state_, *ns_.kv, m, dir, path, a);
   if (!ino) co_return ino.error();

@@ -138,6 +138,15 @@ struct Spokes::Mount {
   // The last attributes the hub gave of each directory, not invalidated:
   // what an available mount answers with through an outage.
   std::unordered_map<std::uint64_t, wire::FileAttr> dir_attrs;  // guarded by mu, by hub ino
+  // The last answer the hub gave for each name (directory hub ino, name),
+  // not invalidated either: what a write-back stage() replaces when the hub
+  // is away (if the hub changed it since, the commit keeps a conflict copy).
+  std::map<std::pair<std::uint64_t, std::string>, wire::FileAttr, std::less<>> last_names;  // guarded by mu
+  // With mu held.
+  void note_name(std::uint64_t dir, const std::string& name, const wire::FileAttr& a) {
+    if (last_names.size() >= spoke_detail::kMetadataCacheEntries) last_names.clear();
+    last_names[{dir, name}] = a;
+  }
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const wire::Manifest>> manifests;  // guarded by mu
   std::size_t manifest_chunks = 0;                      // guarded by mu: chunk references in `manifests`
   std::shared_ptr<spoke_detail::ReadAhead> read_ahead;  // guarded by mu; made on first read

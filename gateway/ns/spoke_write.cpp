@@ -76,6 +76,10 @@ Status may_write_content(Mount& m) {
 // already, they may outdate the answer, so it is only dropped.
 void note_entry(Mount& m, std::uint64_t last, std::uint64_t dir, const std::string& name, const wire::FileAttr* a) {
   std::lock_guard lock(m.mu);
+  if (a)
+    m.note_name(dir, name, *a);
+  else
+    m.last_names.erase(std::pair<std::uint64_t, std::string>(dir, name));
   m.epoch++;
   m.attrs.erase(dir);
   if (m.feed_seen > last) {
@@ -634,8 +638,33 @@ Task<Handle> Spokes::stage(const OpContext& ctx, Ino dir, std::string_view name_
       base_version = existing->version;
     }
   } else if (existing.error() == make_error_code(Errc::unavailable) && m.spec.write_back) {
-    // The hub away and the name not cached: new as far as this spoke
-    // knows (if the hub had it, the commit keeps this as a conflict copy).
+    // The hub away and the name not cached: what the hub last said of it,
+    // else new as far as this spoke knows (if the hub has something else
+    // by then, the commit keeps this as a conflict copy).
+    std::optional<wire::FileAttr> last;
+    {
+      std::lock_guard lock(m.mu);
+      if (auto it = m.last_names.find(std::pair<std::uint64_t, std::string>(place->dir.hub_ino, name));
+          it != m.last_names.end())
+        last = it->second;
+    }
+    if (last && type_of(last->type) == FileType::directory) co_return Errc::is_dir;
+    if (last) {
+      auto ino = local_ino(*state_, *ns_.kv, m, dir, place->rel, *last);
+      if (!ino) co_return ino.error();
+      replaced = *ino;
+      base_ino = last->ino;
+      base_version = last->version;
+      if ((before = staged_of(*state_, replaced))) {  // parked here already: after it
+        std::lock_guard lock(before->mu);
+        if (before->parked) {
+          base_ino = before->base_ino;
+          base_version = before->base_version;
+        } else {
+          before.reset();
+        }
+      }
+    }
   } else if (existing.error() != make_error_code(Errc::not_found)) {
     co_return existing.error();
   }

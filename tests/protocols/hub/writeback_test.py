@@ -16,6 +16,8 @@ the WAN emulator:
   release parks it) reads back over S3 at once and reaches the hub.
 - A PUT answered, then the spoke killed (SIGKILL) with the link down: after
   a restart the backlog holds it and the hub gets the same bytes.
+- An overwrite while the link is down of a file whose directory changed
+  since the spoke read it replaces it at the hub (no conflict copy).
 - A conflict: an object overwritten at the spoke while the link is down and
   at the hub meanwhile; drained, the hub keeps its own version and the
   spoke's beside it under a conflict name.
@@ -87,7 +89,7 @@ class WriteBackTest(unittest.TestCase):
         cls.addClassCleanup(stop, cls.hub)
         # Files of the hub that the tests overwrite at the spoke.
         cls.seeds = {"overwrite.csv": csv_rows(20000), "outage.csv": csv_rows(30000),
-                     "conflict.txt": b"version one, at the hub\n"}
+                     "conflict.txt": b"version one, at the hub\n", "late.csv": csv_rows(5000)}
         for name, body in cls.seeds.items():
             hub_put(cls.hub, DATASETS + name, body)
         cls.link = cls.hub.emulator("--rtt-ms", "10")
@@ -273,6 +275,22 @@ class WriteBackTest(unittest.TestCase):
         self.link.command("up")
         self.drain({"crash.bin": body}, DRAIN_AFTER)
         self.assert_reads({"crash.bin": body})
+
+    def test_8_an_overwrite_while_the_hub_is_away_after_the_directory_changed(self):
+        # The spoke read the file, then its directory changed (a commit of
+        # its own): the hub is asked again for names there; while it is
+        # away, the overwrite replaces what the hub last said of the name.
+        self.assert_reads({"late.csv": self.seeds["late.csv"]})
+        other = mixed(1 << 20)
+        self.put("late-other.bin", other)
+        self.drain({"late-other.bin": other}, DRAIN)
+        self.link_down()
+        body = mixed(2 << 20)
+        self.put("late.csv", body)
+        self.link.command("up")
+        self.drain({"late.csv": body}, DRAIN_AFTER)
+        self.assertEqual([n for n in hub_names(self.hub) if n.startswith("late.csv.")], [])
+        self.assert_reads({"late.csv": body})
 
     def test_6_an_sftp_upload_parks_on_close(self):
         body = mixed(4 << 20)
