@@ -619,29 +619,14 @@ Task<Handle> Spokes::stage(const OpContext& ctx, Ino dir, std::string_view name_
   Ino replaced = 0;
   std::shared_ptr<Staged> before;
   auto existing = co_await lookup(ctx, dir, name);
+  std::optional<wire::FileAttr> last;  // the hub away: what it last said of the name
   if (existing) {
     if (existing->type == FileType::directory) co_return Errc::is_dir;
     replaced = existing->ino;
-    if ((before = staged_of(*state_, existing->ino))) {
-      std::lock_guard lock(before->mu);
-      if (before->parked) {
-        base_ino = before->base_ino;
-        base_version = before->base_version;
-      } else {
-        before.reset();
-      }
-    }
-    if (!before) {
-      auto sh = shadow_of(*state_, *ns_.kv, existing->ino);
-      if (!sh) co_return sh.error();
-      base_ino = sh->hub_ino;
-      base_version = existing->version;
-    }
   } else if (existing.error() == make_error_code(Errc::unavailable) && m.spec.write_back) {
     // The hub away and the name not cached: what the hub last said of it,
     // else new as far as this spoke knows (if the hub has something else
     // by then, the commit keeps this as a conflict copy).
-    std::optional<wire::FileAttr> last;
     {
       std::lock_guard lock(m.mu);
       if (auto it = m.last_names.find(std::pair<std::uint64_t, std::string>(place->dir.hub_ino, name));
@@ -653,20 +638,29 @@ Task<Handle> Spokes::stage(const OpContext& ctx, Ino dir, std::string_view name_
       auto ino = local_ino(*state_, *ns_.kv, m, dir, place->rel, *last);
       if (!ino) co_return ino.error();
       replaced = *ino;
-      base_ino = last->ino;
-      base_version = last->version;
-      if ((before = staged_of(*state_, replaced))) {  // parked here already: after it
-        std::lock_guard lock(before->mu);
-        if (before->parked) {
-          base_ino = before->base_ino;
-          base_version = before->base_version;
-        } else {
-          before.reset();
-        }
-      }
     }
   } else if (existing.error() != make_error_code(Errc::not_found)) {
     co_return existing.error();
+  }
+  if (replaced && (before = staged_of(*state_, replaced))) {
+    std::lock_guard lock(before->mu);
+    if (before->parked) {
+      base_ino = before->base_ino;
+      base_version = before->base_version;
+    } else {
+      before.reset();
+    }
+  }
+  if (replaced && !before) {
+    if (last) {
+      base_ino = last->ino;
+      base_version = last->version;
+    } else {
+      auto sh = shadow_of(*state_, *ns_.kv, replaced);
+      if (!sh) co_return sh.error();
+      base_ino = sh->hub_ino;
+      base_version = existing->version;
+    }
   }
   auto s = std::make_shared<Staged>(place->mount, state_->executor);
   s->replaces = true;
