@@ -142,8 +142,9 @@ struct Spokes::Mount {
   // not invalidated either: what a write-back stage() replaces when the hub
   // is away (if the hub changed it since, the commit keeps a conflict copy).
   std::map<std::pair<std::uint64_t, std::string>, wire::FileAttr, std::less<>> last_names;  // guarded by mu
-  // With mu held.
+  // With mu held; only a write-back mount reads them, so only it keeps them.
   void note_name(std::uint64_t dir, const std::string& name, const wire::FileAttr& a) {
+    if (!spec.write_back) return;
     if (last_names.size() >= spoke_detail::kMetadataCacheEntries) last_names.clear();
     last_names[{dir, name}] = a;
   }

@@ -147,34 +147,6 @@ Status make_durable(Staged& s, const std::string& data_dir, std::uint64_t seq, b
   return fsync_dir(dir);
 }
 
-void wake(Mount& m) {
-  if (m.drain_wake) m.drain_wake->try_send(boost::system::error_code{});
-}
-
-}  // namespace
-
-namespace spoke_detail {
-
-Attr parked_attr_of(const Staged& s) {
-  Attr a;
-  a.ino = s.ino;
-  a.type = FileType::regular;
-  a.mode = s.mode;
-  a.nlink = 1;
-  a.uid = s.uid;
-  a.gid = s.gid;
-  a.size = s.size;
-  a.atime_ns = a.mtime_ns = a.ctime_ns = a.btime_ns = s.mtime_ns;
-  a.generation = 1;
-  a.dirty = true;
-  a.change = s.changes;
-  return a;
-}
-
-}  // namespace spoke_detail
-
-namespace {
-
 // Registers parked `sp` for readers here: its inode's staged file from now
 // on (unless writers hold another), and a new name among the pending ones.
 void expose(State& st, const std::shared_ptr<Staged>& sp) {
@@ -202,7 +174,7 @@ void expose(State& st, const std::shared_ptr<Staged>& sp) {
 }
 
 // Forgets drained `sp`: its record, its outbox file, and where readers
-// found it.
+// found it. Blocking (a synchronous commit): on the pool.
 void retire(State& st, Namespace::Impl& ns, const std::shared_ptr<Staged>& sp, std::uint64_t seq) {
   Staged& s = *sp;
   auto txn = ns.kv->begin();
@@ -288,7 +260,10 @@ asio::awaitable<Status> drain_one(State& st, Namespace::Impl& ns, std::shared_pt
     m.drain_error.clear();
   }
   if (!done) co_return Status{};
-  retire(st, ns, sp, seq);
+  co_await offload(ns.pool, [&] {
+    retire(st, ns, sp, seq);
+    return true;
+  });
   m.drained_files++;
   m.drained_bytes += size;
   co_return Status{};
@@ -359,11 +334,30 @@ asio::awaitable<Status> park(State& st, Namespace::Impl& ns, std::shared_ptr<Sta
     st.outbox[seq] = sp;
   }
   expose(st, sp);
-  wake(*s.mount);
+  wake_drainer(*s.mount);
   co_return Status{};
 }
 
-void wake_drainer(Mount& m) { wake(m); }
+void wake_drainer(Mount& m) {
+  if (m.drain_wake) m.drain_wake->try_send(boost::system::error_code{});
+}
+
+Attr parked_attr_of(const Staged& s) {
+  Attr a;
+  a.ino = s.ino;
+  a.type = FileType::regular;
+  a.mode = s.mode;
+  a.nlink = 1;
+  a.uid = s.uid;
+  a.gid = s.gid;
+  a.size = s.size;
+  a.atime_ns = a.mtime_ns = a.ctime_ns = a.btime_ns = s.mtime_ns;
+  a.generation = 1;
+  a.dirty = true;
+  a.change = s.changes;
+  return a;
+}
+
 
 asio::awaitable<void> drain(std::shared_ptr<State> st, Namespace::Impl& ns, std::shared_ptr<Mount> m) {
   using namespace asio::experimental::awaitable_operators;
