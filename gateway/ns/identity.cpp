@@ -290,6 +290,13 @@ Result<ExportAccess> Namespace::Impl::export_access(const Principal& p, std::str
   auto it = export_specs.find(name);
   if (it == export_specs.end()) return Errc::not_found;
   const Export& e = it->second;
+  // The anonymous caller (no user: S3 without a signature, NFS AUTH_NONE or
+  // an unknown uid) is no user an export grants "users not listed" to: only
+  // a public_read export admits it, read-only.
+  if (p.user.empty()) {
+    if (!e.public_read) return Errc::access;
+    return ExportAccess{e.name, export_roots.at(e.name), Access::read_only};
+  }
   Access a = e.default_access;
   for (const auto& [u, acc] : e.users)
     if (u == p.user) a = acc;

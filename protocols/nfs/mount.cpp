@@ -35,7 +35,7 @@ awaitable<std::optional<Nfsstat3>> mnt(Service& s, std::string_view path, ns::Op
   const std::size_t slash = path.find('/');
   std::string name(path.substr(0, slash));
   std::string_view inside = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
-  auto ea = s.export_access(ctx.principal, name);
+  auto ea = s.ns.export_access(ctx.principal, name);
   if (!ea) co_return ea.error() == ns::make_error_code(ns::Errc::not_found) ? Nfsstat3::noent : Nfsstat3::acces;
   ctx.export_access = *ea;
   auto dir = co_await s.ns.resolve(ctx, inside);

@@ -101,7 +101,7 @@ awaitable<ns::Result<Attr>> object(Call& c, std::span<const std::uint8_t> bytes)
   auto h = c.s.handles.decode(bytes);
   if (!h) co_return Errc::bad_handle;
   if (!c.have_export) {
-    auto ea = c.s.export_access(c.ctx.principal, h->export_name);
+    auto ea = c.s.ns.export_access(c.ctx.principal, h->export_name);
     if (!ea) co_return is(ea.error(), Errc::not_found) ? Errc::stale : Errc::access;
     c.ctx.export_access = *ea;
     c.have_export = true;

@@ -16,7 +16,9 @@ namespace {
 constexpr std::array<std::string_view, 6> kMountNames{"MOUNT_NULL", "MNT", "DUMP", "UMNT", "UMNTALL", "EXPORT"};
 constexpr std::size_t kMaxMounts = 4096;
 
-ns::Principal anonymous() { return ns::Principal{}; }  // nobody: what exports grant "users not listed"
+// Nobody: AUTH_NONE, an unmapped uid, a squashed root. Not a user, so only
+// a public_read export admits it, read-only (Namespace::export_access).
+ns::Principal anonymous() { return ns::Principal{}; }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -46,20 +48,6 @@ ns::Principal Service::principal(const std::optional<AuthSys>& cred) const {
   auto user = ns.user_by_uid(cred->uid);
   if (!user) return anonymous();
   return ns.principal(*user);
-}
-
-ns::Result<ns::ExportAccess> Service::export_access(const ns::Principal& p, std::string_view name) const {
-  auto ea = ns.export_access(p, name);
-  if (!ea || !p.user.empty()) return ea;
-  auto exports = ns.exports();
-  if (!exports) return exports.error();
-  for (const auto& e : *exports) {
-    if (e.name != name) continue;
-    if (!e.public_read) return ns::Errc::access;
-    ea->access = ns::Access::read_only;
-    return ea;
-  }
-  return ns::Errc::not_found;
 }
 
 void Service::audit_record(const ns::OpContext& ctx, std::string_view op, std::string path, std::uint64_t bytes,

@@ -80,11 +80,6 @@ class Service {
   std::array<std::uint8_t, 8> write_verifier{};
 
   ns::Principal principal(const std::optional<AuthSys>& cred) const;
-  // The caller's access to an export. Anonymous callers (AUTH_NONE, an
-  // unmapped uid, a squashed root) are not users: an export's access for
-  // "users not listed" does not apply to them; only a public_read export
-  // lets them in, read-only.
-  ns::Result<ns::ExportAccess> export_access(const ns::Principal& p, std::string_view name) const;
   void audit_record(const ns::OpContext& ctx, std::string_view op, std::string path, std::uint64_t bytes,
                     std::string_view result);
 

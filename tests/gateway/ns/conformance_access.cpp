@@ -186,6 +186,15 @@ NS_TEST("exports") {
   CHECK(ns.export_access(pc, "pub").value().access == Access::read_only);
   CHECK(ns.export_access(pc, "pub").value().root == kRootIno);
   CHECK(code(ns.export_access(pa, "nope")) == Errc::not_found);
+  // The anonymous caller gets no export's default, only a public_read
+  // export, and that read-only.
+  f.ok(ns.set_export(cx, Export{.name = "open", .path = "/", .default_access = Access::read_write}));
+  f.ok(ns.set_export(
+      cx, Export{.name = "shown", .path = "/", .public_read = true, .default_access = Access::read_write}));
+  CHECK(code(ns.export_access(Principal{}, "open")) == Errc::access);
+  CHECK(code(ns.export_access(Principal{}, "pub")) == Errc::access);
+  CHECK(ns.export_access(Principal{}, "shown").value().access == Access::read_only);
+  CHECK(ns.export_access(pc, "shown").value().access == Access::read_write);
 
   const auto all = ns.exports();
   REQUIRE(all.has_value());

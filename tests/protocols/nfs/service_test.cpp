@@ -92,18 +92,18 @@ TEST_CASE("anonymous callers reach only public_read exports, read-only") {
   Fixture f;
   Service s = f.service(false);
   const ns::Principal anonymous = s.principal(std::nullopt);
-  auto data = s.export_access(anonymous, "data");
+  auto data = s.ns.export_access(anonymous, "data");
   REQUIRE(!data);
   CHECK(data.error() == ns::make_error_code(ns::Errc::access));
-  auto bob = s.export_access(s.principal(sys(1000)), "data");
+  auto bob = s.ns.export_access(s.principal(sys(1000)), "data");
   REQUIRE(bob.has_value());
   CHECK(bob->access == ns::Access::read_write);
   ns::Export pub{.name = "pub", .path = "/", .public_read = true, .default_access = ns::Access::read_write, .users = {}};
   REQUIRE(f.run(f.ns->set_export(f.admin, pub)).has_value());
-  auto p = s.export_access(anonymous, "pub");
+  auto p = s.ns.export_access(anonymous, "pub");
   REQUIRE(p.has_value());
   CHECK(p->access == ns::Access::read_only);
-  CHECK(s.export_access(anonymous, "nope").error() == ns::make_error_code(ns::Errc::not_found));
+  CHECK(s.ns.export_access(anonymous, "nope").error() == ns::make_error_code(ns::Errc::not_found));
 }
 
 TEST_CASE("namespace errors map to the NFSv3 status a client acts on") {
