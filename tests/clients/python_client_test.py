@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The Python client (clients/python, package weft_data) against a real
 spoke: a hub and a spoke through the WAN emulator, read and written with
-real boto3 through the package. The dataset lists a directory in the
+real boto3 through the package, and again with its http transport (the
+standard library alone: presigned URLs, or anonymous on a public-read
+export; also in a process where boto3 does not import). The dataset lists a directory in the
 gateway's order and reads the right bytes (also from an index file); the
 sampler's order is the gateway's (hubsite.sampler_order, for several
 seeds, epochs, world sizes, ranks and drop_last), and what the spoke
@@ -30,7 +32,7 @@ sys.path.insert(0, str(HERE.parent / "protocols" / "hub"))
 sys.path.insert(0, str(HERE.parent.parent / "clients" / "python"))
 from hubsite import (Site, Spoke, fetched_ahead, hub_put, rest, run_tests, sampler_fetched_bytes,  # noqa: E402
                      sampler_order, spoke_mount)
-from weft_data import S3Dataset, WeftSampler, load_checkpoint, save_checkpoint  # noqa: E402
+from weft_data import S3Dataset, S3Error, WeftSampler, load_checkpoint, save_checkpoint  # noqa: E402
 from weft_data._torch import torch  # noqa: E402
 
 WEFT = None
@@ -94,7 +96,21 @@ class SamplerOrderTest(unittest.TestCase):
 
 class SpokeTest(unittest.TestCase):
     """One hub with the datasets; each test a fresh spoke (a hint one test
-    leaves unread stays out of the next)."""
+    leaves unread stays out of the next); the package on boto3."""
+
+    transport = "boto3"
+    missing_checkpoint = "404"  # boto3's download asks with a HEAD first
+
+    def client_kwargs(self):
+        return {"region_name": "us-east-1",
+                "aws_access_key_id": self.spoke.credentials["access_key_id"],
+                "aws_secret_access_key": self.spoke.credentials["secret_access_key"],
+                "config": botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1})}
+
+    def assert_s3_error(self, make, code):
+        with self.assertRaises(botocore.exceptions.ClientError) as e:
+            make()
+        self.assertEqual(e.exception.response["Error"]["Code"], code)
 
     @classmethod
     def setUpClass(cls):
@@ -130,12 +146,8 @@ class SpokeTest(unittest.TestCase):
     def setUp(self):
         self.spoke = Spoke(WEFT, self.hub, "http://" + self.link.address)
         self.session = rest(self.spoke)
-        self.s3 = {"endpoint_url": "http://" + self.spoke.endpoints["s3"],
-                   "client_kwargs": {"region_name": "us-east-1",
-                                     "aws_access_key_id": self.spoke.credentials["access_key_id"],
-                                     "aws_secret_access_key": self.spoke.credentials["secret_access_key"],
-                                     "config": botocore.config.Config(s3={"addressing_style": "path"},
-                                                                      retries={"max_attempts": 1})}}
+        self.s3 = {"endpoint_url": "http://" + self.spoke.endpoints["s3"], "client_kwargs": self.client_kwargs(),
+                   "transport": self.transport}
 
     def tearDown(self):
         self.session.close()
@@ -299,13 +311,80 @@ class SpokeTest(unittest.TestCase):
                             "NoSuchKey"),
                            (lambda: S3Dataset(BUCKET, "indexed/", index_key="indexes/missing.txt", **self.s3)[1],
                             "NoSuchKey"),
-                           (lambda: load_checkpoint(BUCKET, "checkpoints/none", **self.s3), "404")):
-            with self.assertRaises(botocore.exceptions.ClientError) as e:
-                make()
-            self.assertEqual(e.exception.response["Error"]["Code"], code)
+                           (lambda: load_checkpoint(BUCKET, "checkpoints/none", **self.s3), self.missing_checkpoint)):
+            self.assert_s3_error(make, code)
         if torch is None:
             with self.assertRaisesRegex(TypeError, "not bytes-like"):
                 save_checkpoint({"step": 1}, BUCKET, "checkpoints/run/dict", **self.s3)
+
+
+class HttpSpokeTest(SpokeTest):
+    """The same with the package's http transport (what a machine without
+    boto3 uses), plus anonymous reads and a process where boto3 is absent."""
+
+    transport = "http"
+    missing_checkpoint = "NoSuchKey"
+
+    def client_kwargs(self):
+        return {"region_name": "us-east-1", "aws_access_key_id": self.spoke.credentials["access_key_id"],
+                "aws_secret_access_key": self.spoke.credentials["secret_access_key"]}
+
+    def assert_s3_error(self, make, code):
+        with self.assertRaises(S3Error) as e:
+            make()
+        self.assertEqual(e.exception.code, code)
+
+    def test_public_read_export_is_read_anonymously(self):
+        anonymous = dict(self.s3, client_kwargs={})
+        self.assert_s3_error(lambda: S3Dataset(BUCKET, "plain/", **anonymous), "AccessDenied")
+        exports = self.session.get(self.spoke.url + "/api/v1/exports").json()["exports"]
+        export = next(e for e in exports if e.pop("name") == "data")
+        r = self.session.put(self.spoke.url + "/api/v1/exports/data", json=dict(export, public_read=True))
+        self.assertEqual(r.status_code, 200, r.text)
+        ds = S3Dataset(BUCKET, "header/", **anonymous)
+        order = list(WeftSampler(ds, seed=4))
+        self.assert_declared_and_fetched(ds, order)
+        # Reading is all a public-read export allows.
+        self.assert_s3_error(lambda: save_checkpoint(b"x", BUCKET, "checkpoints/anonymous", **anonymous),
+                             "AccessDenied")
+
+    def test_works_where_boto3_does_not_import(self):
+        script = """
+import sys
+class NoBoto3:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("boto3", "botocore"):
+            raise ImportError("no " + name)
+sys.meta_path.insert(0, NoBoto3())
+sys.path.insert(0, sys.argv[1])
+import weft_data
+kwargs = dict(endpoint_url=sys.argv[2], client_kwargs=dict(region_name="us-east-1", aws_access_key_id=sys.argv[3],
+              aws_secret_access_key=sys.argv[4]))
+ds = weft_data.S3Dataset("datasets", "plain/", **kwargs)
+body = bytes(range(256)) * 40000
+weft_data.save_checkpoint(body, "datasets", "checkpoints/noboto3", **kwargs)
+assert weft_data.load_checkpoint("datasets", "checkpoints/noboto3", raw=True, **kwargs) == body
+sys.stdout.buffer.write(ds[0])
+"""
+        import subprocess
+        done = subprocess.run([sys.executable, "-c", script, str(HERE.parent.parent / "clients" / "python"),
+                               self.s3["endpoint_url"], self.spoke.credentials["access_key_id"],
+                               self.spoke.credentials["secret_access_key"]], capture_output=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        self.assertEqual(done.stdout, self.data["plain/B.bin"])
+
+    def test_bad_transport_arguments_raise(self):
+        with self.assertRaisesRegex(ValueError, "transport must be one of boto3, http"):
+            S3Dataset(BUCKET, "plain/", **dict(self.s3, transport="curl"))
+        with self.assertRaisesRegex(TypeError, "the http transport takes client_kwargs .*, not config"):
+            S3Dataset(BUCKET, "plain/", **dict(self.s3, client_kwargs=dict(self.s3["client_kwargs"], config=None)))
+        with self.assertRaisesRegex(ValueError, "both aws_access_key_id and aws_secret_access_key, or neither"):
+            S3Dataset(BUCKET, "plain/", **dict(self.s3, client_kwargs={"aws_access_key_id": "x"}))
+        with self.assertRaisesRegex(ValueError, "endpoint_url must be"):
+            S3Dataset(BUCKET, "plain/", **dict(self.s3, endpoint_url="ftp://x"))
+        wrong = dict(self.s3["client_kwargs"], aws_secret_access_key="wrong")
+        self.assert_s3_error(lambda: S3Dataset(BUCKET, "plain/", **dict(self.s3, client_kwargs=wrong)),
+                             "SignatureDoesNotMatch")
 
 
 def configure(args):
@@ -314,4 +393,4 @@ def configure(args):
 
 
 if __name__ == "__main__":
-    run_tests(100, configure)
+    run_tests(160, configure)

@@ -1,10 +1,82 @@
-"""The boto3 S3 client every part of the package uses, made one way."""
+"""The S3 transport every part of the package uses, chosen one way:
+boto3 where it imports (transport="boto3"), else the standard library's
+http.client with presigned URLs or anonymous requests (transport="http",
+_http.py). Both offer the same calls: get, list_dir, upload, download,
+close; headers given to get and list_dir go on that request only."""
 
-import boto3
+import io
+import threading
+
+from ._http import HttpStore
+
+try:
+    import boto3
+    import boto3.s3.transfer
+except ImportError:
+    boto3 = None
+
+TRANSPORTS = ("boto3", "http")
+_MiB = 1 << 20
+PART_SIZE = 8 * _MiB  # multipart from this size on, in parts of it,
+PARALLEL = 8  # this many at a time
 
 
-def make_client(endpoint_url, client_kwargs):
-    """A new S3 client on a session of its own (sessions and clients are not
-    fork-safe, so each process makes its own); `client_kwargs` go to
-    `Session.client("s3", ...)`: credentials, region_name, config."""
-    return boto3.session.Session().client("s3", endpoint_url=endpoint_url, **(client_kwargs or {}))
+def make_store(endpoint_url, client_kwargs, transport=None):
+    """A new store (each process makes its own: neither boto3's clients nor
+    http.client's connections survive a fork)."""
+    if transport not in (None,) + TRANSPORTS:
+        raise ValueError("transport must be one of %s (or None: boto3 where it imports), not %r"
+                         % (", ".join(TRANSPORTS), transport))
+    if transport == "boto3" and boto3 is None:
+        raise ImportError("transport='boto3' but boto3 does not import; transport='http' needs only the "
+                          "standard library")
+    if transport == "http" or boto3 is None:
+        return HttpStore(endpoint_url, dict(client_kwargs or {}), PART_SIZE, PARALLEL)
+    return Boto3Store(endpoint_url, client_kwargs)
+
+
+class Boto3Store:
+    """boto3's client; its managed transfers for checkpoints."""
+
+    def __init__(self, endpoint_url, client_kwargs):
+        self.client = boto3.session.Session().client("s3", endpoint_url=endpoint_url, **(client_kwargs or {}))
+        self._extra = threading.local()
+        self.client.meta.events.register("before-sign.s3", self._add_headers)
+        self._transfer = boto3.s3.transfer.TransferConfig(multipart_threshold=PART_SIZE,
+                                                          multipart_chunksize=PART_SIZE, max_concurrency=PARALLEL)
+
+    def _add_headers(self, request, **kwargs):
+        for name, value in (getattr(self._extra, "headers", None) or {}).items():
+            request.headers[name] = value
+
+    def _with_headers(self, headers, call, **params):
+        self._extra.headers = headers
+        try:
+            return call(**params)
+        finally:
+            self._extra.headers = None
+
+    def get(self, bucket, key, headers=None):
+        return self._with_headers(headers, self.client.get_object, Bucket=bucket, Key=key)["Body"].read()
+
+    def list_dir(self, bucket, prefix, headers=None, max_keys=None):
+        if max_keys:
+            page = self._with_headers(headers, self.client.list_objects_v2, Bucket=bucket, Prefix=prefix,
+                                      Delimiter="/", MaxKeys=max_keys)
+            return [o["Key"] for o in page.get("Contents", ())]
+        keys = []
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix,
+                                                                          Delimiter="/"):
+            keys += [o["Key"] for o in page.get("Contents", ())]
+        return keys
+
+    def upload(self, bucket, key, view):
+        self.client.upload_fileobj(io.BytesIO(view), bucket, key, Config=self._transfer)
+
+    def download(self, bucket, key):
+        body = io.BytesIO()
+        self.client.download_fileobj(bucket, key, body, Config=self._transfer)
+        return body.getvalue()
+
+    def close(self):
+        self.client.close()

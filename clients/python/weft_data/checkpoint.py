@@ -1,21 +1,17 @@
-"""Checkpoints over S3: saved and loaded with boto3's managed transfers
-(multipart uploads and parallel ranged reads for large ones)."""
+"""Checkpoints over S3: saved as multipart uploads of 8 MiB parts, 8 at a
+time (boto3's managed transfer, or the same made by the http transport),
+and loaded whole."""
 
 import io
 
-import boto3.s3.transfer
-
-from ._s3 import make_client
+from ._s3 import make_store
 from ._torch import torch
 
-_MiB = 1 << 20
-TRANSFER = boto3.s3.transfer.TransferConfig(multipart_threshold=8 * _MiB, multipart_chunksize=8 * _MiB,
-                                            max_concurrency=8)
 
-
-def save_checkpoint(obj, bucket, key, endpoint_url=None, client_kwargs=None):
+def save_checkpoint(obj, bucket, key, endpoint_url=None, client_kwargs=None, transport=None):
     """Writes `obj` at s3://bucket/key: its bytes if it is bytes-like, else
-    what torch.save makes of it. Returns the number of bytes written."""
+    what torch.save makes of it. Returns the number of bytes written.
+    `transport` as S3Dataset takes it."""
     try:
         view = memoryview(obj)
     except TypeError:
@@ -24,28 +20,26 @@ def save_checkpoint(obj, bucket, key, endpoint_url=None, client_kwargs=None):
                             % type(obj).__name__) from None
         body = io.BytesIO()
         torch.save(obj, body)
+        view = body.getbuffer()
     else:
-        body = io.BytesIO(view.cast("B") if view.c_contiguous else view.tobytes())
-    size = body.getbuffer().nbytes
-    body.seek(0)
-    client = make_client(endpoint_url, client_kwargs)
+        view = view.cast("B") if view.c_contiguous else memoryview(view.tobytes())
+    store = make_store(endpoint_url, client_kwargs, transport)
     try:
-        client.upload_fileobj(body, bucket, key, Config=TRANSFER)
+        store.upload(bucket, key, view)
     finally:
-        client.close()
-    return size
+        store.close()
+    return view.nbytes
 
 
-def load_checkpoint(bucket, key, endpoint_url=None, client_kwargs=None, map_location=None, raw=False):
+def load_checkpoint(bucket, key, endpoint_url=None, client_kwargs=None, map_location=None, raw=False,
+                    transport=None):
     """The object at s3://bucket/key: its bytes if `raw` or without torch,
     else torch.load of them (with `map_location`)."""
-    body = io.BytesIO()
-    client = make_client(endpoint_url, client_kwargs)
+    store = make_store(endpoint_url, client_kwargs, transport)
     try:
-        client.download_fileobj(bucket, key, body, Config=TRANSFER)
+        data = store.download(bucket, key)
     finally:
-        client.close()
+        store.close()
     if raw or torch is None:
-        return body.getvalue()
-    body.seek(0)
-    return torch.load(body, map_location=map_location)
+        return data
+    return torch.load(io.BytesIO(data), map_location=map_location)

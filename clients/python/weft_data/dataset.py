@@ -7,7 +7,7 @@ import multiprocessing.context
 import os
 import urllib.parse
 
-from ._s3 import make_client
+from ._s3 import make_store
 from ._torch import torch
 
 SAMPLER_HEADER = "x-weft-sampler"
@@ -57,28 +57,24 @@ def _shared_sampler(values):
     return multiprocessing.get_context("spawn").Array("Q", values)
 
 
-def _add_sampler_header(request, **kwargs):
-    """before-sign: the header chosen for this request, if any."""
-    value = request.context.get(SAMPLER_HEADER)
-    if value:
-        del request.headers[SAMPLER_HEADER]
-        request.headers[SAMPLER_HEADER] = value
-
-
 class S3Dataset(torch.utils.data.Dataset if torch else object):
     """Map-style dataset of the objects directly below `prefix` in `bucket`
     (a directory: '/' is appended if missing; '' is the bucket's top), in
     the order of their keys as unsigned bytes, listed once here; or, with
     `index_key`, the paths (relative to `prefix`) that index file in the
     bucket lists, in its order. ds[i] is transform(the object's bytes), or
-    the bytes. ds.keys holds the objects' keys.
+    the bytes. ds.keys holds the objects' keys. `transport` is "boto3"
+    (client_kwargs go to boto3's client), "http" (the standard library
+    alone: presigned URLs from client_kwargs' credentials, or anonymous for
+    a public-read export) or None: boto3 where it imports, else http.
 
     A WeftSampler declares its order through the dataset: its GETs then
     carry the x-weft-sampler header, so a Weft spoke fetches ahead in that
     order. The declaration is held in shared memory, so DataLoader workers
     forked earlier (persistent_workers) see each new epoch's."""
 
-    def __init__(self, bucket, prefix, endpoint_url=None, client_kwargs=None, transform=None, index_key=None):
+    def __init__(self, bucket, prefix, endpoint_url=None, client_kwargs=None, transform=None, index_key=None,
+                 transport=None):
         if not isinstance(prefix, str):
             raise ValueError("prefix must be a str, not %r" % (prefix,))
         self.bucket = bucket
@@ -87,20 +83,17 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
         self.client_kwargs = dict(client_kwargs or {})
         self.transform = transform
         self.index_key = index_key
-        self._client = self._client_pid = self._listed_with = None
+        self.transport = transport
+        self._store = self._store_pid = self._listed_with = None
         self._sampler = _shared_sampler([0] * 6)
-        client = self._s3()
+        store = self._s3()
         if index_key is None:
-            self.keys = self._list(client)
+            self.keys = self._list(store)
         else:
-            data = client.get_object(Bucket=bucket, Key=index_key)["Body"].read()
-            self.keys = [self.prefix + p for p in parse_index(data, index_key)]
+            self.keys = [self.prefix + p for p in parse_index(store.get(bucket, index_key), index_key)]
 
-    def _list(self, client):
-        keys = []
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix,
-                                                                      Delimiter="/"):
-            keys += [o["Key"] for o in page.get("Contents", ()) if not o["Key"].endswith("/")]
+    def _list(self, store):
+        keys = [k for k in store.list_dir(self.bucket, self.prefix) if not k.endswith("/")]
         if not keys:
             raise ValueError("no objects directly below s3://%s/%s" % (self.bucket, self.prefix))
         return sorted(keys, key=lambda k: k.encode("utf-8"))
@@ -110,13 +103,17 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
 
     def __getitem__(self, i):
         key = self.keys[i]
-        client = self._s3()
+        store = self._s3()
         header = self.sampler_header()
-        if header and _directory(key) != self.prefix and self._listed_with != header:
+        extra = None
+        if header and _directory(key) == self.prefix:
+            extra = {SAMPLER_HEADER: header}
+        elif header and self._listed_with != header:
             # The header on this GET would name the file's own directory;
             # a LIST of the dataset's prefix declares it for the dataset.
-            self._declare_by_listing(client, header)
-        data = client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+            store.list_dir(self.bucket, self.prefix, headers={SAMPLER_HEADER: header}, max_keys=1)
+            self._listed_with = header
+        data = store.get(self.bucket, key, headers=extra)
         return data if self.transform is None else self.transform(data)
 
     def set_sampler_hint(self, seed, epoch, num_replicas, rank, drop_last):
@@ -140,37 +137,17 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
         return value
 
     def _s3(self):
-        """This process's client: made on first use in each process."""
-        if self._client_pid != os.getpid():
-            client = make_client(self.endpoint_url, self.client_kwargs)
-            client.meta.events.register("before-parameter-build.s3.GetObject", self._choose_header)
-            client.meta.events.register("before-sign.s3.GetObject", _add_sampler_header)
-            self._client, self._client_pid, self._listed_with = client, os.getpid(), None
-        return self._client
-
-    def _choose_header(self, params, context, **kwargs):
-        """before-parameter-build: the header goes on GETs of the dataset
-        directory's own objects."""
-        if params.get("Bucket") == self.bucket and _directory(params.get("Key", "")) == self.prefix:
-            context[SAMPLER_HEADER] = self.sampler_header()
-
-    def _declare_by_listing(self, client, header):
-        def add(request, **kwargs):
-            request.context[SAMPLER_HEADER] = header
-            _add_sampler_header(request)
-
-        client.meta.events.register("before-sign.s3.ListObjectsV2", add)
-        try:
-            client.list_objects_v2(Bucket=self.bucket, Prefix=self.prefix, Delimiter="/", MaxKeys=1)
-        finally:
-            client.meta.events.unregister("before-sign.s3.ListObjectsV2", add)
-        self._listed_with = header
+        """This process's store: made on first use in each process."""
+        if self._store_pid != os.getpid():
+            self._store = make_store(self.endpoint_url, self.client_kwargs, self.transport)
+            self._store_pid, self._listed_with = os.getpid(), None
+        return self._store
 
     def __getstate__(self):
-        # The client stays behind (each process makes its own); the shared
+        # The store stays behind (each process makes its own); the shared
         # declaration travels to processes being started (spawn), a copy of
         # it elsewhere (pickle, copy).
-        state = dict(self.__dict__, _client=None, _client_pid=None, _listed_with=None)
+        state = dict(self.__dict__, _store=None, _store_pid=None, _listed_with=None)
         if multiprocessing.context.get_spawning_popen() is None:
             state["_sampler"] = list(self._sampler[:])
         return state
