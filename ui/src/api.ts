@@ -93,6 +93,18 @@ export async function api<T>(method: string, url: string, body?: unknown): Promi
 
 export const get = <T>(url: string) => api<T>("GET", url);
 
+let contract: Promise<Set<string>> | null = null;
+
+// Whether this server has an operation, from its OpenAPI document (the
+// contract routes are built from): the console asks only for what exists,
+// so an older server or one without a role answers no 404s.
+export async function available(pattern: string): Promise<boolean> {
+  contract ??= fetch("/api/v1/openapi.json")
+    .then((r) => (r.ok ? r.json() : { paths: {} }))
+    .then((doc: { paths?: Record<string, unknown> }) => new Set(Object.keys(doc.paths ?? {})));
+  return (await contract).has(pattern);
+}
+
 // Probes answer without credentials; their status is what counts.
 export async function probe(url: string): Promise<{ ok: boolean; text: string }> {
   try {

@@ -1,6 +1,6 @@
 // Figures over time: GET /api/v1/metrics/history, rates and ratios of its
 // cumulative counters, and a line chart drawn as SVG.
-import { ApiError, get } from "./api";
+import { ApiError, available, get } from "./api";
 import { h, note, s } from "./dom";
 
 export type Point = [number, number]; // unix seconds, value
@@ -19,6 +19,7 @@ export interface Line {
 
 // The series of the named metrics; null when this server keeps no history.
 export async function history(names: string[]): Promise<Series[] | null> {
+  if (!(await available("/api/v1/metrics/history"))) return null;
   try {
     const url = "/api/v1/metrics/history" + "?" + names.map((n) => "name=" + encodeURIComponent(n)).join("&");
     const doc = await get<{ series?: Series[] }>(url);
@@ -139,6 +140,6 @@ export async function historyChart(
   const series = await history(names);
   if (series === null)
     return h("figure", { class: "chart" }, h("figcaption", {}, title),
-      note("Figures over time are not available on this server (GET /api/v1/metrics/history answers 404)."));
+      note("Figures over time are not available on this server (its API has no /api/v1/metrics/history)."));
   return chart(title, lines(series), format);
 }

@@ -189,6 +189,9 @@ export async function data(main: HTMLElement, rest: string[], signal: AbortSigna
     children.push(section("Contents",
       h("div", { class: "scroll" }, h("table", {}, h("thead", {}, h("tr", {}, ...["Name", "Type", "Size", "Modified", "Version"].map((t) => h("th", {}, t)))), rows)),
       more));
+  } else if (mount) {
+    // A spoke mount knows the current version only; the hub keeps the others.
+    children.push(section("Versions", note(`Version ${info.version ?? 0} is current; older versions are kept at the hub (${mount.hub}).`)));
   } else {
     const v = await get<Versions>("/api/v1/versions/" + pathUrl(path));
     children.push(section("Versions", table(["Version", "Size", "Chunks", "Sealed", "Id"],

@@ -2,7 +2,7 @@
 // (GET /api/v1/spokes), this node, and the spokes that talk to it as a hub
 // (GET /api/v1/hub/spokes); each link labelled with its figures. A click
 // on a link or a spoke shows its details.
-import { ApiError, get } from "../api";
+import { ApiError, available, get } from "../api";
 import { bytes, facts, h, note, percent, s, section, table, time } from "../dom";
 
 export interface Mount {
@@ -86,6 +86,7 @@ function hubName(url: string): string {
 }
 
 async function remoteSpokes(): Promise<RemoteSpoke[] | null> {
+  if (!(await available("/api/v1/hub/spokes"))) return null;
   try {
     const doc = await get<Loose | Loose[]>("/api/v1/hub/spokes");
     const list = Array.isArray(doc) ? doc : ((doc.spokes as Loose[] | undefined) ?? []);
@@ -96,8 +97,8 @@ async function remoteSpokes(): Promise<RemoteSpoke[] | null> {
   }
 }
 
-const W = 640;
 const ROW = 90;
+const EDGE = 100; // the centre of a node in the outer columns, from the edge
 
 function node(x: number, y: number, title: string, sub: string, kind: string, href?: string): SVGElement {
   const g = s(
@@ -111,39 +112,46 @@ function node(x: number, y: number, title: string, sub: string, kind: string, hr
   return g;
 }
 
-function link(x1: number, y1: number, x2: number, y2: number, lines: string[], href: string, up: boolean, name: string): SVGElement {
+// A line between two nodes, its label above the middle of its free part.
+function link(x1: number, y1: number, x2: number, y2: number, lines: string[], href: string, name: string): SVGElement {
   const mx = (x1 + x2) / 2;
-  const my = (y1 + y2) / 2 + (up ? -8 : 8);
+  const my = (y1 + y2) / 2 - 8;
   return s(
     "a",
     { href, class: "link", "data-link": name },
     s("line", { x1, y1, x2, y2 }),
-    ...lines.map((t, i) => s("text", { x: mx, y: my + (i - (lines.length - 1) / 2) * 13, "text-anchor": "middle" }, t)),
+    ...lines.map((t, i) => s("text", { x: mx, y: my + (i - lines.length + 1) * 13, "text-anchor": "middle" }, t)),
   );
 }
 
+// Hubs on the left, this node, and the spokes of this hub on the right
+// (the column only when there are any).
 function picture(region: string, mounts: Mount[], remotes: RemoteSpoke[]): SVGElement {
   const hubs = [...new Set(mounts.map((m) => m.hub))];
-  const rows = Math.max(hubs.length, remotes.length, mounts.length, 1);
+  const W = remotes.length ? 900 : 680;
+  const rows = Math.max(hubs.length, remotes.length, 1);
   const H = rows * ROW + 20;
-  const self = { x: W / 2, y: H / 2 };
+  const self = { x: hubs.length ? (remotes.length ? W / 2 : W - EDGE) : remotes.length ? EDGE : W / 2, y: H / 2 };
   const hubY = (i: number) => (H / (hubs.length + 1)) * (i + 1);
   const remoteY = (i: number) => (H / (remotes.length + 1)) * (i + 1);
   const parts: SVGElement[] = [];
-  mounts.forEach((m, i) => {
-    const hy = hubY(hubs.indexOf(m.hub));
-    const label = [`${m.local} · lag ${m.feed.lag}`, `${bytes(m.transfer.chunk_logical_bytes)} fetched · hit ${hitRatio(m)}`];
-    parts.push(link(90, hy, self.x, self.y, label, "#/fabric/mount" + m.local, i % 2 === 0, m.local));
+  // Mounts of one hub share its line: their labels stack above it.
+  hubs.forEach((u, i) => {
+    const label = mounts.filter((m) => m.hub === u).flatMap((m) =>
+      [`${m.local} · lag ${m.feed.lag}`, `${bytes(m.transfer.chunk_logical_bytes)} fetched · hit ${hitRatio(m)}`]);
+    const first = mounts.find((m) => m.hub === u)!;
+    parts.push(link(EDGE + 80, hubY(i), self.x - 80, self.y, label, "#/fabric/mount" + first.local, first.local));
   });
   remotes.forEach((r, i) => {
-    parts.push(link(self.x, self.y, W - 90, remoteY(i), [`${r.requests} requests`, `${bytes(r.logical)} sent`],
-      "#/fabric/spoke/" + encodeURIComponent(r.id), i % 2 === 0, r.id));
+    parts.push(link(self.x + 80, self.y, W - EDGE - 80, remoteY(i), [`${r.requests} requests`, `${bytes(r.logical)} sent`],
+      "#/fabric/spoke/" + encodeURIComponent(r.id), r.id));
   });
-  hubs.forEach((u, i) => parts.push(node(90, hubY(i), hubName(u), "hub", "hub")));
+  hubs.forEach((u, i) => parts.push(node(EDGE, hubY(i), hubName(u), "hub", "hub")));
   parts.push(node(self.x, self.y, "this node", region || "no region", "self"));
   remotes.forEach((r, i) =>
-    parts.push(node(W - 90, remoteY(i), r.id, r.region || "spoke", "spoke", "#/fabric/spoke/" + encodeURIComponent(r.id))));
-  return s("svg", { viewBox: `0 0 ${W} ${H}`, class: "fabric", role: "img", "aria-label": "hubs and spokes" }, ...parts);
+    parts.push(node(W - EDGE, remoteY(i), r.id, r.region || "spoke", "spoke", "#/fabric/spoke/" + encodeURIComponent(r.id))));
+  return s("svg", { viewBox: `0 0 ${W} ${H}`, class: "fabric", role: "img", "aria-label": "hubs and spokes",
+    style: `max-width: ${W}px` }, ...parts);
 }
 
 function mountDetails(m: Mount): HTMLElement {
@@ -200,7 +208,7 @@ export async function fabric(main: HTMLElement, rest: string[]): Promise<void> {
   const children: (HTMLElement | SVGElement)[] = [h("h1", {}, "Fabric")];
   children.push(section("Hubs and spokes", picture(info.region, mounts, remotes ?? [])));
   if (remotes === null)
-    children.push(note("Spokes of this hub are not available on this server (GET /api/v1/hub/spokes answers 404)."));
+    children.push(note("Spokes of this hub are not available on this server (its API has no /api/v1/hub/spokes)."));
   if (rest[0] === "mount") {
     const local = "/" + rest.slice(1).join("/");
     const m = mounts.find((x) => x.local === local);

@@ -1,7 +1,7 @@
 // Residency rules (path prefix -> regions its data may go to): view, add
 // after a dry run that lists what the rule would block, remove; and the
 // hub's residency denials over time.
-import { ApiError, api, get, pathUrl } from "../api";
+import { ApiError, api, available, get, pathUrl } from "../api";
 import { historyChart, rates } from "../chart";
 import { bytes, h, message, note, section, table } from "../dom";
 
@@ -18,9 +18,10 @@ interface DryRun {
   paths: string[];
 }
 
-const MISSING = "Residency rules are not available on this server (GET /api/v1/residency answers 404).";
+const MISSING = "Residency rules are not available on this server (its API has no /api/v1/residency).";
 
 async function rules(): Promise<Rule[] | null> {
+  if (!(await available("/api/v1/residency"))) return null;
   try {
     return (await get<{ rules: Rule[] }>("/api/v1/residency")).rules;
   } catch (e) {
