@@ -97,7 +97,7 @@ async function remoteSpokes(): Promise<RemoteSpoke[] | null> {
   }
 }
 
-const ROW = 90;
+const ROW = 90; // between nodes of a column
 const EDGE = 100; // the centre of a node in the outer columns, from the edge
 
 function node(x: number, y: number, title: string, sub: string, kind: string, href?: string): SVGElement {
@@ -114,42 +114,59 @@ function node(x: number, y: number, title: string, sub: string, kind: string, hr
 
 // A line between two nodes, its label above the middle of its free part.
 function link(x1: number, y1: number, x2: number, y2: number, lines: string[], href: string, name: string): SVGElement {
-  const mx = (x1 + x2) / 2;
-  const my = (y1 + y2) / 2 - 8;
+  const vertical = x1 === x2;
+  const mx = (x1 + x2) / 2 + (vertical ? 8 : 0);
+  const my = (y1 + y2) / 2 + (vertical ? 6 : -8);
   return s(
     "a",
     { href, class: "link", "data-link": name },
     s("line", { x1, y1, x2, y2 }),
-    ...lines.map((t, i) => s("text", { x: mx, y: my + (i - lines.length + 1) * 13, "text-anchor": "middle" }, t)),
+    ...lines.map((t, i) => s("text", { x: mx, y: my + (vertical ? i - (lines.length - 1) / 2 : i - lines.length + 1) * 13,
+      "text-anchor": vertical ? "start" : "middle" }, t)),
   );
 }
 
-// Hubs on the left, this node, and the spokes of this hub on the right
-// (the column only when there are any).
-function picture(region: string, mounts: Mount[], remotes: RemoteSpoke[]): SVGElement {
+// Hubs, this node, and the spokes of this hub (that column only when
+// there are any): side by side on a wide screen, top to bottom on a
+// narrow one.
+function picture(region: string, mounts: Mount[], remotes: RemoteSpoke[], narrow: boolean): SVGElement {
   const hubs = [...new Set(mounts.map((m) => m.hub))];
-  const W = remotes.length ? 900 : 680;
-  const rows = Math.max(hubs.length, remotes.length, 1);
-  const H = rows * ROW + 20;
-  const self = { x: hubs.length ? (remotes.length ? W / 2 : W - EDGE) : remotes.length ? EDGE : W / 2, y: H / 2 };
-  const hubY = (i: number) => (H / (hubs.length + 1)) * (i + 1);
-  const remoteY = (i: number) => (H / (remotes.length + 1)) * (i + 1);
+  const columns = [hubs.length > 0, true, remotes.length > 0].filter(Boolean).length;
+  // Along the columns (x when wide), and across them (y when wide).
+  const gap = narrow ? 130 : columns === 3 ? 350 : 480;
+  const pitch = narrow ? 180 : ROW;
+  // Narrow: room on the right of a vertical line for its label.
+  const across = Math.max(Math.max(hubs.length, remotes.length, 1) * pitch + (narrow ? 0 : 20), narrow ? 340 : 0);
+  const along = (columns - 1) * gap + 2 * (narrow ? 40 : EDGE);
+  const first = narrow ? 40 : EDGE;
+  const at = (column: number, i: number, n: number): [number, number] => {
+    const c = first + column * gap;
+    const r = (across / (n + 1)) * (i + 1);
+    return narrow ? [r, c] : [c, r];
+  };
+  const hubColumn = 0;
+  const selfColumn = hubs.length ? 1 : 0;
+  const remoteColumn = selfColumn + 1;
+  const self = at(selfColumn, 0, 1);
+  // Where a line leaves a node towards the next column.
+  const out = ([x, y]: [number, number], dir: number): [number, number] => (narrow ? [x, y + dir * 24] : [x + dir * 80, y]);
   const parts: SVGElement[] = [];
   // Mounts of one hub share its line: their labels stack above it.
   hubs.forEach((u, i) => {
     const label = mounts.filter((m) => m.hub === u).flatMap((m) =>
       [`${m.local} · lag ${m.feed.lag}`, `${bytes(m.transfer.chunk_logical_bytes)} fetched · hit ${hitRatio(m)}`]);
-    const first = mounts.find((m) => m.hub === u)!;
-    parts.push(link(EDGE + 80, hubY(i), self.x - 80, self.y, label, "#/fabric/mount" + first.local, first.local));
+    const mount = mounts.find((m) => m.hub === u)!;
+    parts.push(link(...out(at(hubColumn, i, hubs.length), 1), ...out(self, -1), label, "#/fabric/mount" + mount.local, mount.local));
   });
   remotes.forEach((r, i) => {
-    parts.push(link(self.x + 80, self.y, W - EDGE - 80, remoteY(i), [`${r.requests} requests`, `${bytes(r.logical)} sent`],
+    parts.push(link(...out(self, 1), ...out(at(remoteColumn, i, remotes.length), -1), [`${r.requests} requests`, `${bytes(r.logical)} sent`],
       "#/fabric/spoke/" + encodeURIComponent(r.id), r.id));
   });
-  hubs.forEach((u, i) => parts.push(node(EDGE, hubY(i), hubName(u), "hub", "hub")));
-  parts.push(node(self.x, self.y, "this node", region || "no region", "self"));
+  hubs.forEach((u, i) => parts.push(node(...at(hubColumn, i, hubs.length), hubName(u), "hub", "hub")));
+  parts.push(node(...self, "this node", region || "no region", "self"));
   remotes.forEach((r, i) =>
-    parts.push(node(W - EDGE, remoteY(i), r.id, r.region || "spoke", "spoke", "#/fabric/spoke/" + encodeURIComponent(r.id))));
+    parts.push(node(...at(remoteColumn, i, remotes.length), r.id, r.region || "spoke", "spoke", "#/fabric/spoke/" + encodeURIComponent(r.id))));
+  const [W, H] = narrow ? [across, along] : [along, across];
   return s("svg", { viewBox: `0 0 ${W} ${H}`, class: "fabric", role: "img", "aria-label": "hubs and spokes",
     style: `max-width: ${W}px` }, ...parts);
 }
@@ -206,7 +223,8 @@ export async function fabric(main: HTMLElement, rest: string[]): Promise<void> {
   ]);
   const mounts = list.spokes;
   const children: (HTMLElement | SVGElement)[] = [h("h1", {}, "Fabric")];
-  children.push(section("Hubs and spokes", picture(info.region, mounts, remotes ?? [])));
+  const narrow = main.clientWidth < 560;
+  children.push(section("Hubs and spokes", picture(info.region, mounts, remotes ?? [], narrow)));
   if (remotes === null)
     children.push(note("Spokes of this hub are not available on this server (its API has no /api/v1/hub/spokes)."));
   if (rest[0] === "mount") {
