@@ -8,10 +8,11 @@ if(NOT FILES)
   list(SORT FILES)
 endif()
 
+# Extension, type pairs (a CMake list: no semicolons); text is UTF-8.
 set(types
-  html "text/html; charset=utf-8" js "text/javascript; charset=utf-8" mjs "text/javascript; charset=utf-8"
-  css "text/css; charset=utf-8" json "application/json" map "application/json" txt "text/plain; charset=utf-8"
-  svg "image/svg+xml" png "image/png" ico "image/x-icon" woff2 "font/woff2" webmanifest "application/manifest+json")
+  html text/html js text/javascript mjs text/javascript css text/css txt text/plain
+  json application/json map application/json svg image/svg+xml png image/png ico image/x-icon
+  woff2 font/woff2 webmanifest application/manifest+json)
 
 set(arrays "")
 set(rows "")
@@ -25,6 +26,9 @@ foreach(name IN LISTS FILES)
   if(at GREATER_EQUAL 0 AND NOT ext STREQUAL "")
     math(EXPR at "${at} + 1")
     list(GET types ${at} type)
+  endif()
+  if(type MATCHES "^text/")
+    string(APPEND type "; charset=utf-8")
   endif()
   file(READ "${BASE}/${name}" hex HEX)
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "'\\\\x\\1'," bytes "${hex}")
