@@ -181,6 +181,15 @@ async function desktop(browser) {
     });
   }
 
+  await step("desktop-hub-data-versions", hub, async () => {
+    // At the hub the file written over S3 at the spoke has its versions.
+    await open(hub, HUB, "data/data/datasets/train/shard-000.bin");
+    const d = main(hub, "data");
+    await d.getByRole("heading", { name: "Versions" }).waitFor({ timeout: TIMEOUT });
+    await d.getByText("1 (current)").waitFor();
+    await d.getByText("not on a spoke mount").waitFor();
+  });
+
   await step("desktop-hub-fabric", hub, async () => {
     await open(hub, HUB, "fabric");
     await loaded(hub, "fabric");

@@ -77,8 +77,9 @@ export function ratio(part: Point[], rest: Point[]): Point[] {
 
 const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#4b5563"];
 
-// A line chart; `format` writes a value of the y axis.
-export function chart(title: string, lines: Line[], format: (v: number) => string): HTMLElement {
+// A line chart; `format` writes a value of the y axis, which goes up to
+// `top` (ratios: 1) or else to the largest value.
+export function chart(title: string, lines: Line[], format: (v: number) => string, top?: number): HTMLElement {
   const shown = lines.filter((l) => l.points.length > 0);
   const fig = h("figure", { class: "chart", "data-chart": title }, h("figcaption", {}, title));
   if (shown.length === 0) {
@@ -92,15 +93,16 @@ export function chart(title: string, lines: Line[], format: (v: number) => strin
   const all = shown.flatMap((l) => l.points);
   const t0 = Math.min(...all.map((p) => p[0]));
   const t1 = Math.max(...all.map((p) => p[0]));
-  const top = Math.max(...all.map((p) => p[1]), 0) || 1;
+  top ??= Math.max(...all.map((p) => p[1]), 0) || 1;
+  const yTop = top;
   const x = (t: number) => L + ((t - t0) / (t1 - t0 || 1)) * (W - L - 8);
-  const y = (v: number) => 8 + (1 - v / top) * (H - B - 8);
+  const y = (v: number) => 8 + (1 - v / yTop) * (H - B - 8);
   const svg = s(
     "svg",
     { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": title},
     s("line", { x1: L, y1: y(0), x2: W - 8, y2: y(0), class: "axis" }),
     s("line", { x1: L, y1: 8, x2: L, y2: y(0), class: "axis" }),
-    s("text", { x: L - 4, y: 14, class: "tick", "text-anchor": "end" }, format(top)),
+    s("text", { x: L - 4, y: 14, class: "tick", "text-anchor": "end" }, format(yTop)),
     s("text", { x: L - 4, y: y(0), class: "tick", "text-anchor": "end" }, format(0)),
     s("text", { x: L, y: H - 4, class: "tick" }, new Date(t0 * 1000).toLocaleTimeString()),
     s("text", { x: W - 8, y: H - 4, class: "tick", "text-anchor": "end" }, new Date(t1 * 1000).toLocaleTimeString()),
@@ -136,10 +138,11 @@ export async function historyChart(
   names: string[],
   lines: (series: Series[]) => Line[],
   format: (v: number) => string,
+  top?: number,
 ): Promise<HTMLElement> {
   const series = await history(names);
   if (series === null)
     return h("figure", { class: "chart" }, h("figcaption", {}, title),
       note("Figures over time are not available on this server (its API has no /api/v1/metrics/history)."));
-  return chart(title, lines(series), format);
+  return chart(title, lines(series), format, top);
 }

@@ -1,6 +1,6 @@
 // Users, their S3 keys, API tokens, and the audit log searched by user,
 // path, protocol and time.
-import { api, get, query } from "../api";
+import { api, get, query, session } from "../api";
 import { bytes, h, message, note, section, table, time } from "../dom";
 
 interface User {
@@ -81,7 +81,7 @@ function tokensSection(tokens: Token[], redraw: () => void): HTMLElement {
   return section(
     "API tokens",
     table(["Id", "User", "Name", "Created", ""], tokens.map((t) => [
-      h("code", {}, t.id), t.user, t.name, time(t.created),
+      h("code", {}, t.id), t.user, t.name + (t.id === session()?.tokenId ? " (this session)" : ""), time(t.created),
       h("button", { onclick: act(out, () => api("DELETE", "/api/v1/tokens/" + encodeURIComponent(t.id)), redraw) }, "Revoke"),
     ])),
     out,

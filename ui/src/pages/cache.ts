@@ -63,9 +63,9 @@ export async function cache(main: HTMLElement): Promise<void> {
   }
   const charts = await Promise.all([
     historyChart("Hit ratio per tier", ["weft_spoke_cache_tier_hits_total", "weft_spoke_cache_tier_misses_total"],
-      tierRatios, (v) => (100 * v).toFixed(0) + " %"),
+      tierRatios, (v) => (100 * v).toFixed(0) + " %", 1),
     historyChart("Prefetch precision per expert", ["weft_spoke_prefetch_precision"], expertPrecision,
-      (v) => (100 * v).toFixed(0) + " %"),
+      (v) => (100 * v).toFixed(0) + " %", 1),
     historyChart("Prefetched per expert", ["weft_spoke_prefetch_fetched_bytes_total"], expertFetches,
       (v) => bytes(v) + "/s"),
   ]);
