@@ -117,7 +117,7 @@ asio::awaitable<void> serve(std::shared_ptr<State> state, http::Exchange& ex) {
   const bool console = is_console_target(c.head.target);
   Outcome err;
   if (console) {
-    co_await serve_console(c);  // static files: not audited, like the probes
+    err = co_await serve_console(c);
   } else {
     err = co_await dispatch(s, c, route);
   }
@@ -138,8 +138,8 @@ asio::awaitable<void> serve(std::shared_ptr<State> state, http::Exchange& ex) {
   m.bytes_in->inc(c.bytes_in);
   m.bytes_out->inc(c.bytes_out);
   m.latency->observe(seconds);
-  // Probes and scrapes are not accesses: everything else is audited, also
-  // what was refused before it reached a handler.
+  // Probes, scrapes and the console's files are not accesses: everything
+  // else is audited, also what was refused before it reached a handler.
   if (!console && (!route || route->access != Access::open)) {
     audit::Record r;
     r.user = c.user ? c.user->name : "-";
