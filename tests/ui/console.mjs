@@ -125,6 +125,19 @@ async function desktop(browser) {
     if (!text.includes("2/2 files")) throw new Error("the finished job shows " + text);
   });
 
+  await step("desktop-data-pin-evict", spoke, async () => {
+    const d = main(spoke, "data");
+    await d.locator('[data-action="pin"]').click();
+    await d.getByText("Pinned: 2 files").waitFor({ timeout: TIMEOUT });
+    await d.locator('.job[data-job-state="succeeded"]').waitFor({ timeout: 30000 });
+    // Evicting a pinned directory keeps its chunks.
+    await d.locator('[data-action="evict"]').click();
+    await d.getByText(/Evicted 0 chunks .* kept by pins/).waitFor({ timeout: TIMEOUT });
+    await open(spoke, SPOKE, "cache");
+    await loaded(spoke, "cache");
+    await main(spoke, "cache").locator('[data-table="pins"]', { hasText: "data/datasets/train" }).waitFor();
+  });
+
   const hub = await context.newPage();
   watch(hub, "hub");
   await step("desktop-hub-login", hub, async () => {

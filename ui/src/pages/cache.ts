@@ -14,6 +14,14 @@ interface Tier {
   evictions: number;
   pinned_bytes: number;
 }
+interface Pin {
+  path: string;
+  files: number;
+  chunks: number;
+  cached_chunks: number;
+  cached_bytes: number;
+  pending: boolean;
+}
 interface Cache {
   ram: Tier;
   ssd: Tier;
@@ -54,9 +62,10 @@ function tierRow(name: string, t: Tier): (string | number)[] {
 
 export async function cache(main: HTMLElement): Promise<void> {
   let stats: Cache | null = null;
+  let pins: Pin[] = [];
   let why = "";
   try {
-    stats = await get<Cache>("/api/v1/cache");
+    [stats, { pins }] = await Promise.all([get<Cache>("/api/v1/cache"), get<{ pins: Pin[] }>("/api/v1/cache/pins")]);
   } catch (e) {
     if (!(e instanceof ApiError) || e.status >= 500) throw e;
     why = e.message;
@@ -79,9 +88,16 @@ export async function cache(main: HTMLElement): Promise<void> {
           facts([
             ["Misses", String(stats.misses)],
             ["Fetches", `${stats.fetches} (the other misses joined one under way)`],
-            ["Pins", `${stats.pins}, holding ${stats.pinned_chunks} chunks (see Data)`],
             ["Corrupt SSD files found", String(stats.corrupt)],
           ]),
+          h("h2", {}, "Pins"),
+          pins.length === 0
+            ? note("Nothing is pinned: pin a path of a spoke mount on the Data page.")
+            : table(["Path", "Files", "Chunks cached", "Bytes cached", ""], pins.map((p) => [
+                h("a", { href: "#/data/" + p.path.split("/").map(encodeURIComponent).join("/") }, p.path),
+                p.files, `${p.cached_chunks} of ${p.chunks}`, bytes(p.cached_bytes),
+                p.pending ? "pending (waits for its hub)" : "",
+              ]), { "data-table": "pins" }),
         )
       : section("Chunk cache", note("This node has no chunk cache: " + why)),
     section("Over time", ...charts),
