@@ -145,19 +145,52 @@ async function desktop(browser) {
     await main(hub, "overview").getByText("eu-west-1").first().waitFor();
   });
 
+  // The spoke's read of a path the hub keeps in the EU is refused (the
+  // browser logs the refused request), and the hub's audit log has it.
+  async function refused(prefix) {
+    expected = /status of 403/;
+    await open(spoke, SPOKE, `data/${prefix}/secret.bin`);
+    const d = main(spoke, "data");
+    await d.locator("h1, .note.error").first().waitFor({ timeout: TIMEOUT });
+    if ((await d.locator('[data-action="warm"]').count()) > 0) {
+      await d.locator('[data-action="warm"]').click();
+      await d.locator('.job[data-job-state="failed"], .job .note.error, .out .note.error').first()
+        .waitFor({ timeout: 30000 });
+    }
+    const text = await spoke.locator("main#page").textContent();
+    if (!/denied|residency|not allowed|forbidden/i.test(text)) throw new Error("no refusal shown: " + text);
+    expected = null;
+    await open(hub, HUB, "access");
+    await loaded(hub, "access");
+    const form = main(hub, "access").locator('[data-form="audit"]');
+    await form.locator('input[name="protocol"]').fill("hub");
+    await form.locator('input[name="path"]').fill(prefix);
+    await form.getByRole("button", { name: "Search" }).click();
+    await main(hub, "access").locator('[data-table="audit"]', { hasText: "residency_denied" })
+      .waitFor({ timeout: TIMEOUT });
+  }
+
+  await step("desktop-residency-denied-config-rule", spoke, () => refused("data/datasets/eu-only"));
+  await screenshot(hub, "desktop-residency-denied-config-rule-hub-audit");
+
   let residency = false;
   await step("desktop-hub-governance", hub, async () => {
-    await hub.getByRole("link", { name: "Governance" }).click();
+    await open(hub, HUB, "governance");
     await loaded(hub, "governance");
     await main(hub, "governance").locator("form.inline, .note").first().waitFor();
     residency = (await main(hub, "governance").locator("form.inline").count()) > 0;
   });
+  const noApi = "the hub has no /api/v1/residency (its OpenAPI document lists none)";
   if (!residency) {
-    skip("desktop-residency-rule", "the hub has no /api/v1/residency (its OpenAPI document lists none)");
-    skip("desktop-residency-denied", "the hub has no /api/v1/residency (its OpenAPI document lists none)");
+    skip("desktop-residency-rule", noApi);
+    skip("desktop-residency-denied-new-rule", noApi);
   } else {
     await step("desktop-residency-rule", hub, async () => {
       const g = main(hub, "governance");
+      // The configuration's rule is listed and cannot be removed here.
+      await g.locator('[data-table="residency"]', { hasText: "data/datasets/eu-only" }).waitFor();
+      if ((await g.locator('[data-remove="data/datasets/eu-only"]').count()) !== 0)
+        throw new Error("a rule of the configuration offers Remove");
       await g.locator('input[name="prefix"]').fill("data/datasets/restricted");
       await g.locator('input[name="regions"]').fill("eu-west-1");
       await g.locator('[data-action="dry-run"]').click();
@@ -168,30 +201,8 @@ async function desktop(browser) {
       await main(hub, "governance").locator('[data-table="residency"]', { hasText: "data/datasets/restricted" })
         .waitFor({ timeout: TIMEOUT });
     });
-    await step("desktop-residency-denied", spoke, async () => {
-      // The spoke's read of the restricted file is refused by the hub (the
-      // browser logs the refused request).
-      expected = /status of 403/;
-      await open(spoke, SPOKE, "data/data/datasets/restricted/secret.bin");
-      const d = main(spoke, "data");
-      await d.locator("h1, .note.error").first().waitFor({ timeout: TIMEOUT });
-      if ((await d.locator('[data-action="warm"]').count()) > 0) {
-        await d.locator('[data-action="warm"]').click();
-        await d.locator('.job[data-job-state="failed"], .job .note.error, .out .note.error').first()
-          .waitFor({ timeout: 30000 });
-      }
-      const text = await spoke.locator("main#page").textContent();
-      if (!/denied|residency|not allowed|forbidden/i.test(text)) throw new Error("no refusal shown: " + text);
-      expected = null;
-      // The hub's audit log shows the refusal.
-      await open(hub, HUB, "access");
-      await loaded(hub, "access");
-      const form = main(hub, "access").locator('[data-form="audit"]');
-      await form.locator('input[name="protocol"]').fill("hub");
-      await form.getByRole("button", { name: "Search" }).click();
-      await main(hub, "access").locator('[data-table="audit"]', { hasText: "residency_denied" })
-        .waitFor({ timeout: TIMEOUT });
-    });
+    await step("desktop-residency-denied-new-rule", spoke, () => refused("data/datasets/restricted"));
+    await screenshot(hub, "desktop-residency-denied-new-rule-hub-audit");
   }
 
   await step("desktop-hub-data-versions", hub, async () => {

@@ -47,11 +47,14 @@ def main():
     shutil.rmtree(artifacts, ignore_errors=True)
     artifacts.mkdir(parents=True)
 
-    hub = Site(args.weft, region="eu-west-1")
+    # A rule of the hub's configuration keeps data/datasets/eu-only in the
+    # EU; the test may add another over the console.
+    hub = Site(args.weft, region="eu-west-1", residency=[("data/datasets/eu-only", ["eu-west-1"])])
     spoke = None
     try:
         # The directory the spoke mounts.
         hub_put(hub, "data/datasets/README.txt", b"training data\n")
+        hub_put(hub, "data/datasets/eu-only/secret.bin", os.urandom(64 << 10))
         link = hub.emulator("--rtt-ms", "5")
         spoke = Spoke(args.weft, hub, "http://" + link.address, protocols=("rest", "s3"), region="us-east-1")
         s3 = spoke.s3()

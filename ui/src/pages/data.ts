@@ -45,6 +45,12 @@ interface Job {
 
 const under = (path: string, prefix: string) => path === prefix || path.startsWith(prefix + "/");
 
+// How many files a job could not read, and why the first could not.
+function readErrors(result: Record<string, unknown>): string {
+  const first = (result.errors as { path: string; code: string; message: string }[] | undefined)?.[0];
+  return `${result.error_count} files could not be read` + (first ? `; ${first.path}: ${first.message} (${first.code})` : "");
+}
+
 // Shows a job and polls it until it ends (or the page is left).
 function watchJob(first: Job, signal: AbortSignal): HTMLElement {
   const box = h("div", { class: "job", "data-job": first.id });
@@ -58,7 +64,7 @@ function watchJob(first: Job, signal: AbortSignal): HTMLElement {
         `${p.items_done}/${p.items_total} files, ${bytes(p.bytes_done)} of ${bytes(p.bytes_total)}` +
           (j.eta_seconds != null && j.state === "running" ? `, about ${Math.ceil(j.eta_seconds)} s left` : "")),
       j.error ? note(j.error.message, "error") : null,
-      j.result && Number(j.result.error_count ?? 0) > 0 ? note(`${j.result.error_count} files could not be read`, "error") : null,
+      j.result && Number(j.result.error_count ?? 0) > 0 ? note(readErrors(j.result), "error") : null,
     ];
     box.replaceChildren(...parts.filter((x): x is HTMLElement => x !== null));
   };
@@ -144,8 +150,16 @@ async function listing(path: string, cursor?: string): Promise<{ entries: Entry[
 export async function data(main: HTMLElement, rest: string[], signal: AbortSignal): Promise<void> {
   const parts = rest.length ? rest : ["data"];
   const path = parts.join("/");
-  const [info, spokes, pinList] = await Promise.all([
-    get<FileInfo>("/api/v1/stat/" + pathUrl(path)),
+  let info: FileInfo;
+  try {
+    info = await get<FileInfo>("/api/v1/stat/" + pathUrl(path));
+  } catch (e) {
+    // Refused or gone: say so where the path is shown.
+    if (!(e instanceof ApiError) || e.status >= 500 || e.status === 401) throw e;
+    main.replaceChildren(h("h1", {}, "Data"), crumbs(parts), note(`${e.message} (${e.code})`, "error"));
+    return;
+  }
+  const [spokes, pinList] = await Promise.all([
     get<SpokeList>("/api/v1/spokes").catch(() => ({ spokes: [] }) as SpokeList),
     pins(),
   ]);
