@@ -3,6 +3,7 @@
 import { ApiError, get } from "../api";
 import { historyChart, rate, rates, ratio, type Line, type Series } from "../chart";
 import { bytes, facts, h, note, percent, section, table } from "../dom";
+import { dataHref } from "./data";
 
 interface Tier {
   bytes: number;
@@ -94,7 +95,7 @@ export async function cache(main: HTMLElement): Promise<void> {
           pins.length === 0
             ? note("Nothing is pinned: pin a path of a spoke mount on the Data page.")
             : table(["Path", "Files", "Chunks cached", "Bytes cached", ""], pins.map((p) => [
-                h("a", { href: "#/data/" + p.path.split("/").map(encodeURIComponent).join("/") }, p.path),
+                h("a", { href: dataHref(p.path) }, p.path),
                 p.files, `${p.cached_chunks} of ${p.chunks}`, bytes(p.cached_bytes),
                 p.pending ? "pending (waits for its hub)" : "",
               ]), { "data-table": "pins" }),

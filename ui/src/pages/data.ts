@@ -43,6 +43,9 @@ interface Job {
   error: { code: string; message: string } | null;
 }
 
+// The data page of a namespace path ("export/dir/file").
+export const dataHref = (path: string) => "#/data/" + path.split("/").filter((p) => p !== "").map(encodeURIComponent).join("/");
+
 const under = (path: string, prefix: string) => path === prefix || path.startsWith(prefix + "/");
 
 // How many files a job could not read, and why the first could not.
@@ -138,7 +141,7 @@ function crumbs(parts: string[]): HTMLElement {
     { class: "crumbs", "aria-label": "path" },
     ...parts.flatMap((p, i) => [
       i > 0 ? " / " : null,
-      h("a", { href: "#/data/" + parts.slice(0, i + 1).map(encodeURIComponent).join("/") }, p),
+      h("a", { href: dataHref(parts.slice(0, i + 1).join("/")) }, p),
     ]),
   );
 }
@@ -190,7 +193,7 @@ export async function data(main: HTMLElement, rest: string[], signal: AbortSigna
     const add = async (cursor?: string) => {
       const page = await listing(path, cursor);
       for (const e of page.entries) {
-        const href = "#/data/" + [...parts, e.name].map(encodeURIComponent).join("/");
+        const href = dataHref(path + "/" + e.name);
         rows.append(h("tr", {}, h("td", {}, h("a", { href, "data-entry": e.name }, e.name + (e.type === "directory" ? "/" : ""))),
           h("td", {}, e.type), h("td", {}, e.type === "file" ? bytes(e.size) : ""), h("td", {}, time(e.mtime)),
           h("td", {}, e.version ? String(e.version) : "")));
