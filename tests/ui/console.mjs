@@ -88,6 +88,7 @@ async function desktop(browser) {
     await signIn(spoke, SPOKE);
     await main(spoke, "overview").getByText("us-east-1").first().waitFor();
     await main(spoke, "overview").getByText("Ready").waitFor();
+    await main(spoke, "overview").getByText("1 (1 connected to their hub)").waitFor();
   });
 
   await step("desktop-fabric-spoke-link", spoke, async () => {

@@ -3,6 +3,7 @@
 import { get, probe } from "../api";
 import { historyChart, rates, type Series } from "../chart";
 import { bytes, duration, facts, h, section, table, time } from "../dom";
+import type { SpokeList } from "./fabric";
 
 interface Info {
   version: string;
@@ -37,7 +38,13 @@ const byProtocol = (names: Record<string, string>) => (series: Series[]) =>
   rates(series, (x) => names[x.name] ?? null);
 
 export async function overview(main: HTMLElement): Promise<void> {
-  const [info, health, ready] = await Promise.all([get<Info>("/api/v1/info"), probe("/healthz"), probe("/readyz")]);
+  const [info, health, ready, spokes] = await Promise.all([
+    get<Info>("/api/v1/info"),
+    probe("/healthz"),
+    probe("/readyz"),
+    get<SpokeList>("/api/v1/spokes"),
+  ]);
+  const connected = spokes.spokes.filter((m) => m.state === "connected").length;
   const badge = (p: { ok: boolean; text: string }) => h("span", { class: p.ok ? "badge ok" : "badge bad" }, p.text);
   const [throughput, requests] = await Promise.all([
     historyChart("Throughput per protocol", Object.keys(BYTE_COUNTERS), byProtocol(BYTE_COUNTERS), perSecond),
@@ -57,6 +64,8 @@ export async function overview(main: HTMLElement): Promise<void> {
           ["Started", time(info.started)],
           ["Up", duration(info.uptime_seconds)],
           ["Signed in as", info.user.name + (info.user.admin ? " (administrator)" : "")],
+          ["Spoke mounts", h("a", { href: "#/fabric" },
+            spokes.spokes.length ? `${spokes.spokes.length} (${connected} connected to their hub)` : "none")],
           ["Live", badge(health)],
           ["Ready", badge(ready)],
         ]),
