@@ -2,6 +2,7 @@
 
 #include "protocols/rest/api.hpp"
 #include "protocols/rest/auth.hpp"
+#include "protocols/rest/console.hpp"
 #include "protocols/rest/jobs.hpp"
 #include "protocols/rest/places.hpp"
 
@@ -31,8 +32,9 @@ struct RouteMetrics {
   metrics::Histogram* latency = nullptr;
 };
 
-// What the handler lambda owns: the service, per-route metrics (one more
-// slot, last, for requests that match no route) and request ids.
+// What the handler lambda owns: the service, per-route metrics (two more
+// slots, last: the console's static files, then requests that match no
+// route) and request ids.
 struct State {
   State(std::shared_ptr<Service> s, std::vector<Mount> m) : service(std::move(s)), mounts(std::move(m)) {
     unsigned char seed[4];
@@ -49,6 +51,7 @@ struct State {
            &reg.histogram("weft_rest_request_seconds", "REST request latency", l)});
     };
     for (const Route& r : routes()) add(r.name);
+    add("console");
     add("unmatched");
   }
 
@@ -111,7 +114,13 @@ asio::awaitable<void> serve(std::shared_ptr<State> state, http::Exchange& ex) {
     }
   }
   const Route* route = nullptr;
-  Outcome err = co_await dispatch(s, c, route);
+  const bool console = is_console_target(c.head.target);
+  Outcome err;
+  if (console) {
+    err = co_await serve_console(c);
+  } else {
+    err = co_await dispatch(s, c, route);
+  }
   if (err) {
     if (ex.head_sent()) {
       ex.close_after();  // the response is cut short; the client sees it fail
@@ -119,7 +128,9 @@ asio::awaitable<void> serve(std::shared_ptr<State> state, http::Exchange& ex) {
       co_await c.send_error(*err);
     }
   }
-  const std::size_t slot = route ? static_cast<std::size_t>(route - routes().data()) : state->by_route.size() - 1;
+  const std::size_t slot = route     ? static_cast<std::size_t>(route - routes().data())
+                           : console ? state->by_route.size() - 2
+                                     : state->by_route.size() - 1;
   const RouteMetrics& m = state->by_route[slot];
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   m.requests->inc();
@@ -127,9 +138,9 @@ asio::awaitable<void> serve(std::shared_ptr<State> state, http::Exchange& ex) {
   m.bytes_in->inc(c.bytes_in);
   m.bytes_out->inc(c.bytes_out);
   m.latency->observe(seconds);
-  // Probes and scrapes are not accesses: everything else is audited, also
-  // what was refused before it reached a handler.
-  if (!route || route->access != Access::open) {
+  // Probes, scrapes and the console's files are not accesses: everything
+  // else is audited, also what was refused before it reached a handler.
+  if (!console && (!route || route->access != Access::open)) {
     audit::Record r;
     r.user = c.user ? c.user->name : "-";
     r.protocol = "rest";

@@ -1,5 +1,6 @@
 // The REST front end: the JSON API under /api/v1 (files, administration,
-// jobs, audit), /metrics, /healthz and /readyz, on the shared HTTP server
+// jobs, audit), /metrics, /healthz and /readyz, and the web console's files
+// under /ui/ (console.hpp), on the shared HTTP server
 // (protocols/http). Each request is parsed strictly (uri.hpp), routed
 // (routes.cpp, the same table as openapi.json), authenticated (auth.hpp),
 // handled, and then recorded: one metrics sample per route (requests,

@@ -2,10 +2,12 @@
 // embedded into the binary at build time by embed.cmake.
 #pragma once
 
+#include "protocols/rest/embedded.hpp"
+
 #include <string_view>
 
 namespace weft::rest {
 
-std::string_view openapi_document();
+inline std::string_view openapi_document() { return openapi_files().front().bytes; }
 
 }  // namespace weft::rest

@@ -18,6 +18,7 @@ import http.client
 import json
 import os
 import pathlib
+import re
 import shutil
 import socket
 import subprocess
@@ -847,6 +848,61 @@ class PromtoolTest(RestCase):
         check = subprocess.run([promtool, "check", "metrics"], input=text.encode(), capture_output=True)
         # Exit 0: parsed, and no lint problems (names, units, help, types).
         self.assertEqual(check.returncode, 0, check.stdout.decode() + check.stderr.decode())
+
+
+class ConsoleTest(RestCase):
+    """The web console's files under /ui/, without credentials: index.html
+    for /ui/, the hashed assets it names cached for good, the right content
+    types, and clear errors for anything else."""
+
+    def test_index_and_assets(self):
+        r = requests.get(self.url + "/ui", allow_redirects=False)
+        self.assertEqual((r.status_code, r.headers["Location"]), (301, "/ui/"))
+        r = requests.get(self.url + "/ui/")
+        self.assertEqual(r.status_code, 200)
+        self.assertEqual(r.headers["Content-Type"], "text/html; charset=utf-8")
+        self.assertEqual(r.headers["Cache-Control"], "no-cache")
+        self.assertIn("default-src 'self'", r.headers["Content-Security-Policy"])
+        self.assertEqual(requests.get(self.url + "/ui/index.html").content, r.content)
+        assets = re.findall(r'(?:src|href)="(/ui/assets/[^"]+)"', r.text)
+        self.assertEqual(sorted(a.rsplit(".", 1)[1] for a in assets), ["css", "js"], r.text)
+        types = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
+        for asset in assets:
+            r = requests.get(self.url + asset)
+            self.assertEqual(r.status_code, 200, asset)
+            self.assertEqual(r.headers["Content-Type"], types[asset.rsplit(".", 1)[1]])
+            self.assertEqual(r.headers["Cache-Control"], "public, max-age=31536000, immutable")
+            self.assertGreater(len(r.content), 100)
+            head = requests.head(self.url + asset)
+            self.assertEqual((head.status_code, head.headers["Content-Length"], head.content),
+                             (200, str(len(r.content)), b""))
+        # The console's script calls the API and nothing else: no other host.
+        script = requests.get(self.url + [a for a in assets if a.endswith(".js")][0]).text
+        self.assertNotRegex(script, r"https?://(?!www\.w3\.org/2000/svg)")
+
+    def test_errors(self):
+        self.error(requests.get(self.url + "/ui/assets/none.js"), 404, "not_found")
+        self.error(requests.get(self.url + "/ui/settings"), 404, "not_found")
+        r = requests.post(self.url + "/ui/", data=b"x")
+        self.error(r, 405, "method_not_allowed")
+        self.assertEqual(r.headers["Allow"], "GET, HEAD")
+        # Next to /ui/ the API's routing is unchanged.
+        self.error(requests.get(self.url + "/uix"), 404, "no_route")
+
+    def test_counted_not_audited(self):
+        def console_requests():
+            for line in requests.get(self.url + "/metrics").text.splitlines():
+                if line.startswith('weft_rest_requests_total{route="console"} '):
+                    return float(line.split()[-1])
+            return 0.0
+
+        before = console_requests()
+        for _ in range(3):
+            self.assertEqual(requests.get(self.url + "/ui/").status_code, 200)
+        self.assertEqual(console_requests() - before, 3)
+        r = self.s.get(self.api("/audit"), params={"limit": 1000})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertFalse([x for x in r.json()["records"] if x["path"].startswith("/ui") or x["op"] == "console"])
 
 
 class OpenApiDocumentTest(unittest.TestCase):

@@ -1,0 +1,277 @@
+// Drives the web consoles of a hub and a spoke (started by console_test.py)
+// in headless Chromium through playwright-core: each step is checked in the
+// page and leaves a screenshot in $WEFT_ARTIFACTS. Exits 1 on a failed step
+// or on any console error or page error in the browser.
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const env = process.env;
+const { chromium } = createRequire(import.meta.url)(env.WEFT_PLAYWRIGHT);
+const ARTIFACTS = env.WEFT_ARTIFACTS;
+const SPOKE = { url: env.WEFT_SPOKE_URL, user: env.WEFT_SPOKE_USER, password: env.WEFT_SPOKE_PASSWORD };
+const HUB = { url: env.WEFT_HUB_URL, user: env.WEFT_HUB_USER, password: env.WEFT_HUB_PASSWORD };
+const PAGES = ["overview", "fabric", "data", "governance", "access", "cache"];
+const TIMEOUT = 15000;
+
+const problems = []; // browser console errors and page errors
+let expected = null; // console errors a step causes on purpose (a refused read)
+let shot = 0;
+
+function watch(page, where) {
+  page.on("console", (m) => {
+    if (m.type() !== "error") return;
+    const what = `${where}: console error: ${m.text()} (${m.location().url})`;
+    if (expected && expected.test(m.text())) console.log("expected " + what);
+    else problems.push(what);
+  });
+  page.on("pageerror", (e) => problems.push(`${where}: page error: ${e.message}`));
+}
+
+async function screenshot(page, name) {
+  shot += 1;
+  const file = path.join(ARTIFACTS, `${String(shot).padStart(2, "0")}-${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  return file;
+}
+
+// Runs a step, then saves a screenshot of `page` named after it; on failure
+// the screenshot shows where it stopped.
+async function step(name, page, f) {
+  process.stdout.write(`STEP ${name} ... `);
+  try {
+    await f();
+  } catch (e) {
+    const file = await screenshot(page, "FAILED-" + name).catch(() => "none");
+    const notes = await page.locator(".note.error").allTextContents().catch(() => []);
+    console.log(`FAILED (screenshot ${file})`);
+    throw new Error(`${name}: ${e.message}${notes.length ? "\npage says: " + notes.join(" | ") : ""}`);
+  }
+  console.log(`ok (${path.basename(await screenshot(page, name))})`);
+}
+
+function skip(name, why) {
+  console.log(`STEP ${name} ... SKIPPED: ${why}`);
+}
+
+const main = (page, name) => page.locator(`main#page[data-page="${name}"]`);
+
+async function open(page, site, hash) {
+  await page.goto(`${site.url}/ui/#/${hash}`);
+}
+
+// Waits for a page to finish loading: its heading, no "Loading…".
+async function loaded(page, name) {
+  await main(page, name).locator("h1").waitFor({ timeout: TIMEOUT });
+}
+
+async function signIn(page, site) {
+  await page.goto(site.url + "/ui/");
+  await page.locator('input[name="user"]').fill(site.user);
+  await page.locator('input[name="password"]').fill(site.password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await loaded(page, "overview");
+}
+
+// No page is wider than the window (nothing to scroll sideways but tables,
+// which scroll inside their own box).
+async function fitsWidth(page) {
+  const [doc, win] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+  if (doc > win + 1) throw new Error(`the page is ${doc}px wide in a ${win}px window`);
+}
+
+async function desktop(browser) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const spoke = await context.newPage();
+  watch(spoke, "spoke");
+
+  await step("desktop-login", spoke, async () => {
+    await signIn(spoke, SPOKE);
+    await main(spoke, "overview").getByText("us-east-1").first().waitFor();
+    await main(spoke, "overview").getByText("Ready").waitFor();
+    await main(spoke, "overview").getByText("1 (1 connected to their hub)").waitFor();
+  });
+
+  await step("desktop-fabric-spoke-link", spoke, async () => {
+    await spoke.getByRole("link", { name: "Fabric" }).click();
+    await loaded(spoke, "fabric");
+    const link = spoke.locator('svg.fabric [data-link="/datasets"]');
+    await link.waitFor();
+    const label = await link.textContent();
+    if (!/lag \d+/.test(label) || !/fetched/.test(label)) throw new Error("the link's label is " + label);
+    await spoke.locator("svg.fabric .node.hub").waitFor();
+    await link.click();
+    await main(spoke, "fabric").getByRole("heading", { name: "Spoke mount /datasets" }).waitFor();
+    await main(spoke, "fabric").locator(".badge.ok", { hasText: "connected" }).waitFor();
+  });
+
+  await step("desktop-data-browse", spoke, async () => {
+    await spoke.getByRole("link", { name: "Data", exact: true }).click();
+    await loaded(spoke, "data");
+    await main(spoke, "data").locator('[data-entry="datasets"]').click();
+    await main(spoke, "data").locator('[data-entry="train"]').click();
+    await main(spoke, "data").locator('[data-entry="shard-000.bin"]').click();
+    await main(spoke, "data").getByRole("heading", { name: "Versions" }).waitFor({ timeout: TIMEOUT });
+    await main(spoke, "data").getByText("3.00 MiB").first().waitFor();
+    await main(spoke, "data").getByText("/datasets of").waitFor();
+  });
+
+  await step("desktop-data-warm", spoke, async () => {
+    await open(spoke, SPOKE, "data/data/datasets/train");
+    await main(spoke, "data").getByRole("heading", { name: "Contents" }).waitFor({ timeout: TIMEOUT });
+    await main(spoke, "data").locator('[data-action="warm"]').click();
+    const job = main(spoke, "data").locator(".job");
+    await job.waitFor();
+    await main(spoke, "data").locator('.job[data-job-state="succeeded"]').waitFor({ timeout: 30000 });
+    const text = await job.textContent();
+    if (!text.includes("2/2 files")) throw new Error("the finished job shows " + text);
+  });
+
+  await step("desktop-data-pin-evict", spoke, async () => {
+    const d = main(spoke, "data");
+    await d.locator('[data-action="pin"]').click();
+    await d.getByText("Pinned: 2 files").waitFor({ timeout: TIMEOUT });
+    await d.locator('.job[data-job-state="succeeded"]').waitFor({ timeout: 30000 });
+    // Evicting a pinned directory keeps its chunks.
+    await d.locator('[data-action="evict"]').click();
+    await d.getByText(/Evicted 0 chunks .* kept by pins/).waitFor({ timeout: TIMEOUT });
+    await open(spoke, SPOKE, "cache");
+    await loaded(spoke, "cache");
+    await main(spoke, "cache").locator('[data-table="pins"]', { hasText: "data/datasets/train" }).waitFor();
+  });
+
+  const hub = await context.newPage();
+  watch(hub, "hub");
+  await step("desktop-hub-login", hub, async () => {
+    await signIn(hub, HUB);
+    await main(hub, "overview").getByText("eu-west-1").first().waitFor();
+  });
+
+  // The spoke's read of a path the hub keeps in the EU is refused (the
+  // browser logs the refused request), and the hub's audit log has it.
+  async function refused(prefix) {
+    expected = /status of 403/;
+    await open(spoke, SPOKE, `data/${prefix}/secret.bin`);
+    const d = main(spoke, "data");
+    await d.locator("h1, .note.error").first().waitFor({ timeout: TIMEOUT });
+    if ((await d.locator('[data-action="warm"]').count()) > 0) {
+      await d.locator('[data-action="warm"]').click();
+      await d.locator('.job[data-job-state="failed"], .job .note.error, .out .note.error').first()
+        .waitFor({ timeout: 30000 });
+    }
+    const text = await spoke.locator("main#page").textContent();
+    if (!/denied|residency|not allowed|forbidden/i.test(text)) throw new Error("no refusal shown: " + text);
+    expected = null;
+    await open(hub, HUB, "access");
+    await loaded(hub, "access");
+    const form = main(hub, "access").locator('[data-form="audit"]');
+    await form.locator('input[name="protocol"]').fill("hub");
+    await form.locator('input[name="path"]').fill(prefix);
+    await form.getByRole("button", { name: "Search" }).click();
+    await main(hub, "access").locator('[data-table="audit"]', { hasText: "residency_denied" })
+      .waitFor({ timeout: TIMEOUT });
+  }
+
+  await step("desktop-residency-denied-config-rule", spoke, () => refused("data/datasets/eu-only"));
+  await screenshot(hub, "desktop-residency-denied-config-rule-hub-audit");
+
+  let residency = false;
+  await step("desktop-hub-governance", hub, async () => {
+    await open(hub, HUB, "governance");
+    await loaded(hub, "governance");
+    await main(hub, "governance").locator("form.inline, .note").first().waitFor();
+    residency = (await main(hub, "governance").locator("form.inline").count()) > 0;
+  });
+  const noApi = "the hub has no /api/v1/residency (its OpenAPI document lists none)";
+  if (!residency) {
+    skip("desktop-residency-rule", noApi);
+    skip("desktop-residency-denied-new-rule", noApi);
+  } else {
+    await step("desktop-residency-rule", hub, async () => {
+      const g = main(hub, "governance");
+      // The configuration's rule is listed and cannot be removed here.
+      await g.locator('[data-table="residency"]', { hasText: "data/datasets/eu-only" }).waitFor();
+      if ((await g.locator('[data-remove="data/datasets/eu-only"]').count()) !== 0)
+        throw new Error("a rule of the configuration offers Remove");
+      await g.locator('input[name="prefix"]').fill("data/datasets/restricted");
+      await g.locator('input[name="regions"]').fill("eu-west-1");
+      await g.locator('[data-action="dry-run"]').click();
+      await g.locator(".dry-run").waitFor({ timeout: TIMEOUT });
+      const said = await g.locator(".dry-run").textContent();
+      if (!said.includes("us-east-1")) throw new Error("the dry run does not name the us-east-1 spoke: " + said);
+      await g.locator('[data-action="add-rule"]').click();
+      await main(hub, "governance").locator('[data-table="residency"]', { hasText: "data/datasets/restricted" })
+        .waitFor({ timeout: TIMEOUT });
+    });
+    await step("desktop-residency-denied-new-rule", spoke, () => refused("data/datasets/restricted"));
+    await screenshot(hub, "desktop-residency-denied-new-rule-hub-audit");
+  }
+
+  await step("desktop-hub-data-versions", hub, async () => {
+    // At the hub the file written over S3 at the spoke has its versions.
+    await open(hub, HUB, "data/data/datasets/train/shard-000.bin");
+    const d = main(hub, "data");
+    await d.getByRole("heading", { name: "Versions" }).waitFor({ timeout: TIMEOUT });
+    await d.getByText("1 (current)").waitFor();
+    await d.getByText("not on a spoke mount").waitFor();
+  });
+
+  await step("desktop-hub-fabric", hub, async () => {
+    await open(hub, HUB, "fabric");
+    await loaded(hub, "fabric");
+    await main(hub, "fabric").locator("svg.fabric .node.self").waitFor();
+  });
+
+  for (const name of ["overview", "governance", "access", "cache"]) {
+    await step("desktop-spoke-" + name, spoke, async () => {
+      await open(spoke, SPOKE, name);
+      await loaded(spoke, name);
+      await fitsWidth(spoke);
+    });
+  }
+  await step("desktop-sign-out", spoke, async () => {
+    await spoke.getByRole("button", { name: "Sign out" }).click();
+    await spoke.getByRole("button", { name: "Sign in" }).waitFor();
+  });
+  await context.close();
+}
+
+async function mobile(browser) {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  const page = await context.newPage();
+  watch(page, "mobile");
+  await step("mobile-login", page, async () => {
+    await signIn(page, SPOKE);
+    await fitsWidth(page);
+  });
+  for (const name of PAGES) {
+    await step("mobile-" + name, page, async () => {
+      await open(page, SPOKE, name === "data" ? "data/data/datasets/train" : name);
+      await loaded(page, name);
+      if (name === "fabric") await page.locator("svg.fabric").waitFor();
+      await fitsWidth(page);
+    });
+  }
+  await context.close();
+}
+
+const browser = await chromium.launch({
+  executablePath: env.WEFT_CHROMIUM,
+  headless: true,
+  // Root in a container has no user namespaces for Chromium's sandbox.
+  args: process.getuid && process.getuid() === 0 ? ["--no-sandbox"] : [],
+});
+let failed = false;
+try {
+  await desktop(browser);
+  await mobile(browser);
+} catch (e) {
+  console.log(String(e.stack || e));
+  failed = true;
+} finally {
+  await browser.close();
+}
+if (problems.length) {
+  console.log("browser console errors:\n  " + problems.join("\n  "));
+  failed = true;
+}
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,109 @@
+// The console's shell: sign-in, the navigation and the hash router
+// (#/page/rest...). Each page renders into the main element from the REST
+// API; a page that is left stops its timers through its AbortSignal.
+import "./style.css";
+import { ApiError, session, signIn, signOut, whenSignedOut } from "./api";
+import { h, message, note } from "./dom";
+import { access } from "./pages/access";
+import { cache } from "./pages/cache";
+import { data } from "./pages/data";
+import { fabric } from "./pages/fabric";
+import { governance } from "./pages/governance";
+import { overview } from "./pages/overview";
+
+export type Page = (main: HTMLElement, rest: string[], signal: AbortSignal) => Promise<void>;
+
+const PAGES: [string, string, Page][] = [
+  ["overview", "Overview", overview],
+  ["fabric", "Fabric", fabric],
+  ["data", "Data", data],
+  ["governance", "Governance", governance],
+  ["access", "Access", access],
+  ["cache", "Cache", cache],
+];
+
+const app = document.getElementById("app")!;
+let leaving: AbortController | null = null;
+
+function route(): [string, string[]] {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const name = PAGES.some(([n]) => n === parts[0]) ? parts[0] : "overview";
+  return [name, parts.slice(1).filter((p) => p !== "")];
+}
+
+function loginView(): void {
+  leaving?.abort();
+  const user = h("input", { name: "user", autocomplete: "username", required: true });
+  const password = h("input", { name: "password", type: "password", autocomplete: "current-password", required: true });
+  const status = h("div", {});
+  const form = h(
+    "form",
+    { class: "login card" },
+    h("h1", {}, "Weft console"),
+    h("label", {}, "User", user),
+    h("label", {}, "Password", password),
+    h("button", { type: "submit" }, "Sign in"),
+    status,
+  );
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    status.replaceChildren(note("Signing in…"));
+    try {
+      await signIn(user.value, password.value);
+      render();
+    } catch (e) {
+      const why =
+        e instanceof ApiError && e.status === 403
+          ? "This user may not have API tokens: the console signs in with an administrator."
+          : message(e);
+      status.replaceChildren(note(why, "error"));
+    }
+  });
+  app.replaceChildren(h("main", { class: "center" }, form));
+  user.focus();
+}
+
+function render(): void {
+  const s = session();
+  if (!s) return loginView();
+  const [name, rest] = route();
+  leaving?.abort();
+  leaving = new AbortController();
+  const main = h("main", { id: "page", "data-page": name });
+  const nav = h(
+    "nav",
+    {},
+    h("span", { class: "brand" }, "weft"),
+    h(
+      "ul",
+      {},
+      ...PAGES.map(([n, title]) =>
+        h("li", {}, h("a", { href: "#/" + n, "aria-current": n === name ? "page" : undefined }, title)),
+      ),
+    ),
+    h(
+      "span",
+      { class: "who" },
+      s.user,
+      h("button", { class: "link", onclick: async () => {
+        try {
+          await signOut();
+        } finally {
+          loginView();
+        }
+      } }, "Sign out"),
+    ),
+  );
+  app.replaceChildren(h("header", {}, nav), main);
+  const page = PAGES.find(([n]) => n === name)![2];
+  main.append(note("Loading…"));
+  const signal = leaving.signal;
+  page(main, rest, signal).catch((e) => {
+    if (signal.aborted) return;
+    main.replaceChildren(note(message(e), "error"));
+  });
+}
+
+whenSignedOut(loginView);
+window.addEventListener("hashchange", render);
+render();
