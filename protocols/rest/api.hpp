@@ -30,7 +30,12 @@ namespace weft::audit {
 class Log;
 }
 namespace weft::metrics {
+class History;
 class Registry;
+}
+namespace weft::governance {
+class Policy;
+class SpokesSeen;
 }
 
 namespace weft::rest {
@@ -63,6 +68,10 @@ struct Service : std::enable_shared_from_this<Service> {
   const std::chrono::steady_clock::time_point started;
   std::unique_ptr<Authenticator> auth;
   std::unique_ptr<Jobs> jobs;
+  // protocols::Services' (set by listen(), never null there).
+  governance::Policy* residency = nullptr;
+  governance::SpokesSeen* spokes_seen = nullptr;
+  metrics::History* metrics_history = nullptr;
   std::atomic<bool> stopping{false};  // /readyz answers 503 once set
 };
 

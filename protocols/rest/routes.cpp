@@ -15,6 +15,7 @@ constexpr std::array kRoutes{
     Route{"GET", "/healthz", "healthz", kOpen, "", healthz},
     Route{"GET", "/readyz", "readyz", kOpen, "", readyz},
     Route{"GET", "/metrics", "metrics", kOpen, "", prometheus},
+    Route{"GET", "/api/v1/metrics/history", "metrics.history", kOpen, "name", metrics_history},
     Route{"GET", "/api/v1/openapi.json", "openapi", kOpen, "", openapi},
     Route{"GET", "/api/v1/info", "info", kUser, "", server_info},
 
@@ -54,6 +55,11 @@ constexpr std::array kRoutes{
     Route{"POST", "/api/v1/spokes", "spokes.add", kAdmin, "", spoke_add},
     Route{"DELETE", "/api/v1/spokes/{path}", "spokes.remove", kAdmin, "", spoke_remove},
     Route{"POST", "/api/v1/hints", "hints.register", kUser, "", hint_register},
+
+    Route{"GET", "/api/v1/residency", "residency.list", kAdmin, "", residency_list},
+    Route{"POST", "/api/v1/residency", "residency.add", kAdmin, "", residency_add},
+    Route{"DELETE", "/api/v1/residency/{path}", "residency.remove", kAdmin, "", residency_remove},
+    Route{"GET", "/api/v1/hub/spokes", "hub.spokes", kAdmin, "", hub_spokes_list},
 
     Route{"GET", "/api/v1/cache", "cache.stats", kAdmin, "", cache_stats},
     Route{"GET", "/api/v1/cache/pins", "cache.pins.list", kAdmin, "", cache_pins_list},
