@@ -49,6 +49,7 @@ asio::awaitable<rest::Outcome> dispatch(Request& r, const Route*& route) {
   rest::Call& c = r.c;
   auto target = rest::parse_target(c.head.target);
   if (!target) co_return target.error();
+  if (auto e = rest::refuse_repeats(*target)) co_return *e;
   c.target = std::move(*target);
   const auto& seg = c.target.segments;
   bool known = false;

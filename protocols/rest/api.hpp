@@ -124,7 +124,9 @@ struct Route {
   std::string_view pattern;  // exactly the path in openapi.json
   std::string_view name;     // metrics label and audit operation
   Access access;
-  std::string_view query;  // the query parameters it takes, comma-separated
+  // The query parameters it takes, comma-separated; "name*": a list, given
+  // once per value (?name=a&name=b). Others may be given once.
+  std::string_view query;
   Handler handler;
 };
 
@@ -138,7 +140,8 @@ struct Match {
 };
 Match match(std::string_view method, const std::vector<std::string>& segments);
 
-// A 400 naming the first query parameter the route does not take.
+// A 400 naming the first query parameter the route does not take, or one
+// given twice that is not a list.
 Outcome check_query(const Route& route, const Target& target);
 
 }  // namespace weft::rest

@@ -34,6 +34,11 @@ class Site(Gateway):
         self.ca = str(self.data / "tls" / "cert.pem")
         self.emulators = []
 
+    def restart(self, crash=False):
+        super().restart(crash)
+        self.rest = self.endpoints["rest"]
+        self.rest_tls = self.endpoints.get("rest_tls")
+
     def emulator(self, *args):
         """A WAN emulator in front of the REST listener: (address, Emulator)."""
         e = Emulator(self.rest, *args)
