@@ -1,5 +1,7 @@
 #include "gateway/config.hpp"
 
+#include "gateway/governance/residency.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <arpa/inet.h>
@@ -114,14 +116,7 @@ void check_metadata(std::string_view key, std::string_view address) {
 }
 
 void check_region(std::string_view key, std::string_view region) {
-  bool ok = !region.empty() && region.size() <= 64 &&
-            std::all_of(region.begin(), region.end(), [](char c) {
-              return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                     c == '-' || c == '_' || c == '.';
-            });
-  if (!ok) {
-    fail(key, "bad region " + in_quotes(region) + " (expected 1..64 of A-Z a-z 0-9 - _ .)");
-  }
+  if (auto problem = governance::region_problem(region)) fail(key, *problem);
 }
 
 // Typed readers of one JSON value; `key` is its dotted path for messages.
@@ -230,29 +225,35 @@ void apply_audit(Config& c, const json& object) {
           });
 }
 
+void apply_metrics_history(Config& c, const json& object) {
+  members("metrics_history", object, {"interval_s", "samples"},
+          [&](std::string_view name, const std::string& key, const json& v) {
+            if (name == "interval_s") {
+              c.metrics_history.interval = std::chrono::seconds(integer_of(key, v, 1, 86400));
+            } else {
+              c.metrics_history.samples = static_cast<std::size_t>(integer_of(key, v, 1, 100000));
+            }
+          });
+}
+
 void apply_residency(Config& c, const json& rules) {
   if (!rules.is_array()) fail("residency", "expected an array, got " + std::string(json_type(rules)));
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const std::string at = "residency[" + std::to_string(i) + "]";
-    std::pair<std::string, std::vector<std::string>> rule;
+    governance::Rule rule;
     bool has_prefix = false, has_regions = false;
     members(at, rules[i], {"prefix", "regions"}, [&](std::string_view name, const std::string& key, const json& v) {
       if (name == "prefix") {
-        rule.first = string_of(key, v);
-        while (rule.first.starts_with('/')) rule.first.erase(0, 1);
-        while (rule.first.ends_with('/')) rule.first.pop_back();
-        if (rule.first.empty()) fail(key, "must name an export or a path in one");
+        rule.prefix = string_of(key, v);
         has_prefix = true;
       } else {
         if (!v.is_array()) fail(key, "expected an array of regions, got " + std::string(json_type(v)));
-        for (const auto& r : v) {
-          rule.second.push_back(string_of(key, r));
-          check_region(key, rule.second.back());
-        }
+        for (const auto& r : v) rule.regions.push_back(string_of(key, r));
         has_regions = true;
       }
     });
     if (!has_prefix || !has_regions) fail(at, "needs both \"prefix\" and \"regions\"");
+    if (auto problem = governance::normalize(rule)) fail(at + "." + std::string(problem->field), problem->message);
     c.residency.push_back(std::move(rule));
   }
 }
@@ -585,7 +586,7 @@ void check_spokes(const Config& c) {
 
 void apply_file(Config& c, const json& root) {
   members("", root,
-          {"data_dir", "metadata", "region", "listeners", "threads", "log", "namespace", "residency", "audit", "tls",
+          {"data_dir", "metadata", "region", "listeners", "threads", "log", "namespace", "residency", "audit", "tls", "metrics_history",
            "s3", "nfs", "sftp", "spokes", "spoke_cache"},
           [&](std::string_view name, const std::string& key, const json& v) {
             if (name == "data_dir") {
@@ -606,6 +607,8 @@ void apply_file(Config& c, const json& root) {
               apply_residency(c, v);
             } else if (name == "audit") {
               apply_audit(c, v);
+            } else if (name == "metrics_history") {
+              apply_metrics_history(c, v);
             } else if (name == "tls") {
               apply_tls(c, v);
             } else if (name == "s3") {

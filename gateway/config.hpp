@@ -7,6 +7,8 @@
 #pragma once
 
 #include "gateway/audit/log.hpp"
+#include "gateway/governance/residency.hpp"
+#include "gateway/metrics/history.hpp"
 #include "gateway/ns/namespace.hpp"
 #include "protocols/settings.hpp"
 
@@ -69,7 +71,11 @@ struct Config {
   audit::Options audit;
   // Residency (a hub's policy): path prefix ("export/dir", no leading '/')
   // -> the regions whose spokes may receive its metadata and data.
-  std::vector<std::pair<std::string, std::vector<std::string>>> residency;
+  // Rules added over REST are kept apart, in DATA_DIR/residency.json.
+  std::vector<governance::Rule> residency;
+  // How often every counter and gauge is sampled for REST's metrics history,
+  // and how many samples are kept ("metrics_history": {"interval_s", "samples"}).
+  metrics::HistoryOptions metrics_history;
   // Spoke mounts (backend/hub/SPOKES.md): directories of this namespace
   // that serve a hub's directories; credentials already read from their file.
   std::vector<ns::SpokeMount> spokes;

@@ -1,7 +1,10 @@
 #include "gateway/server.hpp"
 
-#include "gateway/atomic_file.hpp"
+#include "gateway/atomic_file/atomic_file.hpp"
 #include "gateway/audit/log.hpp"
+#include "gateway/governance/policy.hpp"
+#include "gateway/governance/spokes_seen.hpp"
+#include "gateway/metrics/history.hpp"
 #include "gateway/metrics/metrics.hpp"
 #include "gateway/ns/namespace.hpp"
 #include "protocols/http/tls.hpp"
@@ -100,6 +103,9 @@ struct Server::Impl {
   const protocols::Registry& registry;
   std::unique_ptr<ns::Namespace> ns;
   std::unique_ptr<audit::Log> audit;
+  std::unique_ptr<governance::Policy> residency;
+  governance::SpokesSeen spokes_seen;
+  std::unique_ptr<metrics::History> metrics_history;
   asio::io_context io;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   asio::signal_set signals;
@@ -256,7 +262,8 @@ struct Server::Impl {
     protocols::Settings settings;
     if (!make_settings(settings)) return false;
     services.emplace(protocols::Services{io, *ns, metrics::Registry::global(), *audit, config.region,
-                                         fs::path(config.data_dir), config.residency, std::move(settings)});
+                                         fs::path(config.data_dir), residency.get(), std::move(settings),
+                                         &spokes_seen, metrics_history.get()});
     for (std::string_view protocol : protocols::kProtocols) {
       std::optional<asio::ip::tcp::endpoint> endpoint;
       if (!endpoint_of(protocol, endpoint)) return false;
@@ -384,6 +391,14 @@ struct Server::Impl {
       return 1;
     }
     audit = std::move(*log);
+    std::string problem;
+    residency = governance::Policy::open(config.residency, file("residency.json"), problem);
+    if (!residency) {
+      spdlog::error("cannot load the residency rules added over REST: {}", problem);
+      shutdown();
+      return 1;
+    }
+    metrics_history = std::make_unique<metrics::History>(metrics::Registry::global(), config.metrics_history);
     start_threads();
     bool started = false;
     try {

@@ -36,6 +36,13 @@ class Registry;
 namespace weft::audit {
 class Log;
 }
+namespace weft::governance {
+class Policy;
+class SpokesSeen;
+}
+namespace weft::metrics {
+class History;
+}
 
 namespace weft::protocols {
 
@@ -51,9 +58,14 @@ struct Services {
   audit::Log& audit;
   std::string region;
   std::filesystem::path data_dir;
-  // Residency rules (config "residency"): path prefix -> allowed regions.
-  std::vector<std::pair<std::string, std::vector<std::string>>> residency = {};
+  // The hub's residency rules (config and REST), enforced by the hub
+  // protocol and changed over REST, and the spokes it served. The runtime
+  // always sets them; a front end's own tests that need neither leave them null.
+  governance::Policy* residency = nullptr;
   Settings settings = {};
+  governance::SpokesSeen* spokes_seen = nullptr;
+  // Recent values of every counter and gauge, for REST (runtime: always set).
+  metrics::History* metrics_history = nullptr;
 };
 
 class FrontEnd {

@@ -146,6 +146,9 @@ struct Feed::Impl : std::enable_shared_from_this<Impl> {
       // Changes already seen (a resume overlapping what arrived) are dropped.
       std::erase_if(changes, [&](const Change& c) { return c.seq <= cursor.load(); });
       if (last < cursor.load()) last = cursor.load();
+      // The hub's rules changed: everything cached is to be asked again
+      // (a change of op "reset", after the others).
+      if (j.contains("reset")) changes.push_back({last, "reset", 0, 0, 0, 0, 0});
       cursor = last;
       if (options.on_changes) options.on_changes(changes, last);
     }

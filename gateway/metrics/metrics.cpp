@@ -351,6 +351,24 @@ std::string Registry::prometheus_text() const {
   return out;
 }
 
+void Registry::for_each_value(
+    const std::function<void(const std::string&, bool, const Labels&, double)>& fn) const {
+  std::lock_guard lock(impl_->mu);
+  for (const auto& [name, f] : impl_->families) {
+    if (f.type == Type::histogram) continue;
+    const bool counter = f.type == Type::counter;
+    for (const auto& [labels, s] : f.series) {
+      if (const auto* c = std::get_if<std::unique_ptr<Counter>>(&s)) {
+        fn(name, counter, labels, static_cast<double>((*c)->value()));
+      } else if (const auto* g = std::get_if<std::unique_ptr<Gauge>>(&s)) {
+        fn(name, counter, labels, static_cast<double>((*g)->value()));
+      } else if (const auto* r = std::get_if<Reader>(&s)) {
+        fn(name, counter, labels, (*r)());
+      }
+    }
+  }
+}
+
 namespace {
 
 // Fields of /proc/self/stat after the command name (which may contain spaces

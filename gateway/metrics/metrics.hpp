@@ -90,6 +90,12 @@ class Registry {
   // must not register metrics themselves.
   std::string prometheus_text() const;
 
+  // Every counter and gauge series as read now (readers included,
+  // histograms left out): fn(name, is_counter, labels, value). Runs under
+  // the registration lock, like prometheus_text().
+  void for_each_value(const std::function<void(const std::string& name, bool is_counter, const Labels& labels,
+                                               double value)>& fn) const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

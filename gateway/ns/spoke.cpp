@@ -124,6 +124,11 @@ void apply_changes(Mount& m, const std::vector<hub::Change>& changes, std::uint6
   if (changes.empty()) return;
   m.epoch++;
   for (const auto& c : changes) {
+    if (c.op == "reset") {
+      spdlog::info("spoke {}: the hub's residency rules changed; cached metadata dropped", m.name);
+      m.drop_cache();
+      continue;
+    }
     m.attrs.erase(c.ino);
     for (std::uint64_t d : {c.ino, c.parent, c.new_parent})
       if (d) m.dirs.erase(d);

@@ -126,6 +126,8 @@ asio::awaitable<rest::Outcome> append_chunks(Request& r, ns::Ino ino, const std:
 asio::awaitable<rest::Outcome> send_chunks(Request& r, const std::string& body, std::uint64_t logical) {
   r.c.content_bytes = logical;
   r.wire_bytes += body.size();
+  r.sent_logical += logical;
+  r.sent_wire += body.size();
   r.hub.logical_out->inc(logical);
   r.hub.wire_out->inc(body.size());
   co_return co_await send_octets(r, body);
@@ -201,7 +203,7 @@ Reply dir_chunks(Request& r) {
   std::uint64_t logical = 0;
   for (const FileChunks& f : *files) {
     const std::string display = place->display + "/" + f.name;
-    if (!r.hub.residency.allows(display, r.region))
+    if (!r.residency->allows(display, r.region))
       co_return rest::ApiError(403, "residency_denied", display + " may not leave the hub for region " + r.region);
     auto a = co_await r.s.ns.lookup(r.c.ctx, dir->ino, f.name);
     if (!a) co_return rest::from_ns(a.error(), display);

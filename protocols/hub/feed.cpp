@@ -9,6 +9,9 @@
 // paths that residency keeps at the hub. A spoke resumes after a
 // disconnect with ?after=LAST and misses nothing (the log is never trimmed
 // below a cursor; see PROTOCOL.md).
+//   {"reset": "residency", "last": SEQ, "head": SEQ}
+// says the residency rules changed: what the spoke cached may now be
+// refused to it, so it drops its cached metadata and asks again.
 #include "protocols/hub/hub.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -69,18 +72,25 @@ Reply feed(Request& r) {
     co_return rest::ApiError(400, "websocket_required", "the change feed is a WebSocket: send an upgrade request");
   }
   r.c.status = 101;
+  const governance::Visit spoke{r.c.user->name, r.region, r.c.head.remote};
+  r.hub.spokes_seen.feed_opened(spoke);
   std::shared_ptr<http::WebSocket> ws(std::move(*accepted));
   auto executor = co_await asio::this_coro::executor;
   auto state = std::make_shared<FeedState>(executor);
   asio::co_spawn(executor, watch(ws, state), asio::detached);
   auto last_sent = std::chrono::steady_clock::now();
   std::uint64_t messages = 0;
+  std::shared_ptr<const governance::Residency> rules = r.residency;
   while (!state->closed && !r.s.stopping.load()) {
     auto batch = r.s.ns.changes(cursor, kBatch);
     if (!batch) break;
     const auto now = std::chrono::steady_clock::now();
-    if (!batch->empty() || now - last_sent >= kHeartbeat) {
+    auto current = r.hub.policy.current();
+    const bool reset = current != rules;
+    rules = std::move(current);
+    if (reset || !batch->empty() || now - last_sent >= kHeartbeat) {
       nlohmann::json msg;
+      if (reset) msg["reset"] = "residency";
       if (!batch->empty()) {
         nlohmann::json changes = nlohmann::json::array();
         for (const auto& c : *batch) changes.push_back(change_json(c));
@@ -107,6 +117,7 @@ Reply feed(Request& r) {
     state->wake.expires_after(std::chrono::seconds(1));
     co_await state->wake.async_wait(asio::as_tuple(asio::use_awaitable));
   }
+  r.hub.spokes_seen.feed_closed(spoke);
   r.c.content_bytes = messages;
   co_return std::nullopt;
 }

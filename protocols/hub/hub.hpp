@@ -3,8 +3,8 @@
 // commits) and feed.cpp (the change feed).
 #pragma once
 
-#include "protocols/hub/residency.hpp"
-
+#include "gateway/governance/policy.hpp"
+#include "gateway/governance/spokes_seen.hpp"
 #include "gateway/hub_wire/wire.hpp"
 #include "protocols/rest/api.hpp"
 #include "protocols/rest/places.hpp"
@@ -27,8 +27,9 @@ struct CallMetrics {
 };
 
 struct Hub {
-  explicit Hub(Residency r) : residency(std::move(r)) {}
-  Residency residency;
+  Hub(governance::Policy& p, governance::SpokesSeen& s) : policy(p), spokes_seen(s) {}
+  governance::Policy& policy;           // residency; a snapshot per request
+  governance::SpokesSeen& spokes_seen;  // who called, for the operator
   std::vector<CallMetrics> calls;  // one per route, in route order, then "unmatched"
   metrics::Counter* wire_out = nullptr;     // chunk bytes sent, as on the wire
   metrics::Counter* logical_out = nullptr;  // the same chunks uncompressed
@@ -39,12 +40,17 @@ struct Hub {
 
 // One hub request as its handler sees it.
 struct Request {
-  Request(Hub& h, rest::Service& s_, rest::Call& c_) : hub(h), s(s_), c(c_) {}
+  Request(Hub& h, rest::Service& s_, rest::Call& c_) : hub(h), s(s_), c(c_), residency(h.policy.current()) {}
   Hub& hub;
   rest::Service& s;
   rest::Call& c;
+  // The rules as the request began: one request sees one rule set.
+  const std::shared_ptr<const governance::Residency> residency;
   std::string region;           // the spoke's (Weft-Region header)
   std::uint64_t wire_bytes = 0;  // what crossed the wire, for the audit record
+  std::uint64_t sent_logical = 0;  // chunk content sent, and as on the wire
+  std::uint64_t sent_wire = 0;
+  unsigned denials = 0;  // names of a batch refused by residency
   // The audit result of a refusal the handler answered itself (with more
   // than an error body: a conflict names the current version).
   std::string result;

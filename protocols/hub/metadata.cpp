@@ -62,8 +62,9 @@ boost::asio::awaitable<rest::Expected<wire::Manifest>> manifest_of(Request& r, c
 // or not a file, gets its error; the others their manifests.
 boost::asio::awaitable<rest::Expected<nlohmann::json>> manifest_entry(Request& r, ns::Ino dir, const std::string& name,
                                                                       const std::string& display) {
-  if (!r.hub.residency.allows(display, r.region)) {
+  if (!r.residency->allows(display, r.region)) {
     r.hub.denials->inc();
+    ++r.denials;
     co_return rest::ApiError(403, "residency_denied", display + " may not leave the hub for region " + r.region);
   }
   auto a = co_await r.s.ns.lookup(r.c.ctx, dir, name);
@@ -127,7 +128,7 @@ Reply list(Request& r) {
   for (const auto& e : page->entries) {
     next = e.cookie;
     // Names under a restricted prefix are its metadata: left out, not refused.
-    if (!e.attr || !r.hub.residency.allows(place->display + "/" + e.name, r.region)) continue;
+    if (!e.attr || !r.residency->allows(place->display + "/" + e.name, r.region)) continue;
     entries.push_back({{"name", e.name}, {"attr", file_attr(*e.attr)}});
   }
   nlohmann::json out{{"entries", std::move(entries)}, {"cookie", next}, {"eof", page->eof},

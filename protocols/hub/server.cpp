@@ -49,6 +49,7 @@ asio::awaitable<rest::Outcome> dispatch(Request& r, const Route*& route) {
   rest::Call& c = r.c;
   auto target = rest::parse_target(c.head.target);
   if (!target) co_return target.error();
+  if (auto e = rest::refuse_repeats(*target)) co_return *e;
   c.target = std::move(*target);
   const auto& seg = c.target.segments;
   bool known = false;
@@ -103,6 +104,11 @@ asio::awaitable<void> serve(std::shared_ptr<Hub> hub, rest::Service& s, rest::Ca
   rec.result = err ? err->code : r.result.empty() ? "ok" : r.result;
   rec.request_id = c.request_id;
   s.audit.record(std::move(rec));
+  // A spoke is who authenticated and named its region.
+  if (c.user && !r.region.empty())
+    hub->spokes_seen.record({c.user->name, r.region, c.head.remote,
+                             r.denials + (err && err->code == "residency_denied" ? 1u : 0u), r.sent_logical,
+                             r.sent_wire});
   spdlog::debug("hub: {} {} {} user={} region={} path={} status={} logical={} wire={}{}", c.request_id,
                 c.head.remote, route ? route->name : "unmatched", c.user ? c.user->name : "-", r.region,
                 c.audit_path, c.status, c.content_bytes, r.wire_bytes, err ? " error=" + err->code : "");
@@ -117,7 +123,7 @@ rest::Expected<std::vector<std::string>> path_param(Request& r, std::string_view
   if (!path) return path.error();
   const std::string joined = rest::join_path(*path);
   if (r.c.audit_path.empty()) r.c.audit_path = joined;
-  if (!r.hub.residency.allows(joined, r.region))
+  if (!r.residency->allows(joined, r.region))
     return rest::ApiError(403, "residency_denied",
                           joined + " may not leave the hub for region " + r.region);
   return path;
@@ -177,7 +183,7 @@ nlohmann::json attr_reply(const ns::Attr& a, std::uint64_t last_change) {
 }
 
 rest::Mount mount(const protocols::Services& services) {
-  auto hub = std::make_shared<Hub>(Residency(services.residency));
+  auto hub = std::make_shared<Hub>(*services.residency, *services.spokes_seen);
   auto& m = services.metrics;
   hub->wire_out = &m.counter("weft_hub_sent_wire_bytes_total", "Chunk bytes a hub sent to spokes, as on the wire");
   hub->logical_out = &m.counter("weft_hub_sent_logical_bytes_total", "Chunk bytes a hub sent to spokes, uncompressed");

@@ -40,6 +40,8 @@ Service::Service(ns::Namespace& n, audit::Log& a, metrics::Registry& m, HandleCo
   rpc_errors_ = &m.counter("weft_nfs_rpc_rejected_total",
                            "RPC calls refused before a procedure ran (bad header, program, version, "
                            "procedure, credentials or arguments)");
+  received_bytes_ = &m.counter("weft_nfs_received_bytes_total", "NFS file data received (WRITE)");
+  sent_bytes_ = &m.counter("weft_nfs_sent_bytes_total", "NFS file data sent (READ)");
 }
 
 ns::Principal Service::principal(const std::optional<AuthSys>& cred) const {
@@ -187,6 +189,8 @@ awaitable<void> Service::dispatch_nfs(const CallHeader& h, XdrReader& in, ns::Op
   m.requests->inc();
   if (st != Nfsstat3::ok) m.errors->inc();
   m.latency->observe(seconds_since(started));
+  if (proc == Proc3::write) received_bytes_->inc(bytes);
+  if (proc == Proc3::read) sent_bytes_->inc(bytes);
   if (proc != Proc3::null) audit_record(ctx, proc3_name(proc), std::move(audit_path), bytes, nfsstat3_name(*st));
 }
 

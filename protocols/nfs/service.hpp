@@ -100,6 +100,8 @@ class Service {
   std::array<OpMetrics, kProcs3> nfs_metrics_{};
   std::array<OpMetrics, 6> mount_metrics_{};
   metrics::Counter* rpc_errors_ = nullptr;
+  metrics::Counter* received_bytes_ = nullptr;  // file data of WRITEs
+  metrics::Counter* sent_bytes_ = nullptr;      // file data of READs
   mutable std::mutex mounts_mu_;
   std::set<std::pair<std::string, std::string>> mounts_;  // guarded by mounts_mu_
 };

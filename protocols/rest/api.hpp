@@ -30,7 +30,12 @@ namespace weft::audit {
 class Log;
 }
 namespace weft::metrics {
+class History;
 class Registry;
+}
+namespace weft::governance {
+class Policy;
+class SpokesSeen;
 }
 
 namespace weft::rest {
@@ -63,6 +68,10 @@ struct Service : std::enable_shared_from_this<Service> {
   const std::chrono::steady_clock::time_point started;
   std::unique_ptr<Authenticator> auth;
   std::unique_ptr<Jobs> jobs;
+  // protocols::Services' (set by listen(), never null there).
+  governance::Policy* residency = nullptr;
+  governance::SpokesSeen* spokes_seen = nullptr;
+  metrics::History* metrics_history = nullptr;
   std::atomic<bool> stopping{false};  // /readyz answers 503 once set
 };
 
@@ -115,7 +124,9 @@ struct Route {
   std::string_view pattern;  // exactly the path in openapi.json
   std::string_view name;     // metrics label and audit operation
   Access access;
-  std::string_view query;  // the query parameters it takes, comma-separated
+  // The query parameters it takes, comma-separated; "name*": a list, given
+  // once per value (?name=a&name=b). Others may be given once.
+  std::string_view query;
   Handler handler;
 };
 
@@ -129,7 +140,8 @@ struct Match {
 };
 Match match(std::string_view method, const std::vector<std::string>& segments);
 
-// A 400 naming the first query parameter the route does not take.
+// A 400 naming the first query parameter the route does not take, or one
+// given twice that is not a list.
 Outcome check_query(const Route& route, const Target& target);
 
 }  // namespace weft::rest

@@ -211,6 +211,9 @@ protocols::FrontEndResult listen(const protocols::Services& services, const asio
   config.version = WEFT_VERSION;
   auto service = std::make_shared<Service>(services.ns, services.metrics, services.audit, *pool,
                                            std::move(config));
+  service->residency = services.residency;
+  service->spokes_seen = services.spokes_seen;
+  service->metrics_history = services.metrics_history;
   auto state = std::make_shared<State>(service, options.mounts);
   http::Options ho;
   ho.header_limit = kHeaderLimit;

@@ -14,6 +14,7 @@ Reply readyz(Service& s, Call& c);
 Reply prometheus(Service& s, Call& c);
 Reply openapi(Service& s, Call& c);
 Reply server_info(Service& s, Call& c);
+Reply metrics_history(Service& s, Call& c);
 
 // files.cpp: content, metadata, directories, versions.
 Reply file_read(Service& s, Call& c);  // GET and HEAD
@@ -54,6 +55,12 @@ Reply hint_register(Service& s, Call& c);
 Reply spokes_list(Service& s, Call& c);
 Reply spoke_add(Service& s, Call& c);
 Reply spoke_remove(Service& s, Call& c);
+
+// governance.cpp: a hub's residency rules and the spokes it served.
+Reply residency_list(Service& s, Call& c);
+Reply residency_add(Service& s, Call& c);
+Reply residency_remove(Service& s, Call& c);
+Reply hub_spokes_list(Service& s, Call& c);
 
 // cache.cpp: the spoke chunk cache's figures, pins and evict.
 Reply cache_stats(Service& s, Call& c);

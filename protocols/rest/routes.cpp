@@ -15,6 +15,7 @@ constexpr std::array kRoutes{
     Route{"GET", "/healthz", "healthz", kOpen, "", healthz},
     Route{"GET", "/readyz", "readyz", kOpen, "", readyz},
     Route{"GET", "/metrics", "metrics", kOpen, "", prometheus},
+    Route{"GET", "/api/v1/metrics/history", "metrics.history", kOpen, "name*", metrics_history},
     Route{"GET", "/api/v1/openapi.json", "openapi", kOpen, "", openapi},
     Route{"GET", "/api/v1/info", "info", kUser, "", server_info},
 
@@ -54,6 +55,11 @@ constexpr std::array kRoutes{
     Route{"POST", "/api/v1/spokes", "spokes.add", kAdmin, "", spoke_add},
     Route{"DELETE", "/api/v1/spokes/{path}", "spokes.remove", kAdmin, "", spoke_remove},
     Route{"POST", "/api/v1/hints", "hints.register", kUser, "", hint_register},
+
+    Route{"GET", "/api/v1/residency", "residency.list", kAdmin, "", residency_list},
+    Route{"POST", "/api/v1/residency", "residency.add", kAdmin, "", residency_add},
+    Route{"DELETE", "/api/v1/residency/{path}", "residency.remove", kAdmin, "", residency_remove},
+    Route{"GET", "/api/v1/hub/spokes", "hub.spokes", kAdmin, "", hub_spokes_list},
 
     Route{"GET", "/api/v1/cache", "cache.stats", kAdmin, "", cache_stats},
     Route{"GET", "/api/v1/cache/pins", "cache.pins.list", kAdmin, "", cache_pins_list},
@@ -125,12 +131,17 @@ Match match(std::string_view method, const std::vector<std::string>& segments) {
 }
 
 Outcome check_query(const Route& route, const Target& target) {
+  std::string_view list_param;  // the one that may repeat ("name*")
   for (const auto& [name, value] : target.query) {
     bool known = false;
     std::string_view list = route.query;
     while (!list.empty() && !known) {
       auto comma = list.find(',');
-      known = list.substr(0, comma) == name;
+      std::string_view item = list.substr(0, comma);
+      const bool repeats = item.ends_with('*');
+      if (repeats) item.remove_suffix(1);
+      known = item == name;
+      if (known && repeats) list_param = item;
       list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
     }
     if (!known) {
@@ -139,7 +150,7 @@ Outcome check_query(const Route& route, const Target& target) {
                                                 : " (expected one of " + std::string(route.query) + ")"));
     }
   }
-  return std::nullopt;
+  return refuse_repeats(target, list_param);
 }
 
 }  // namespace weft::rest

@@ -4,6 +4,7 @@
 #include "protocols/rest/openapi.hpp"
 
 #include "gateway/audit/time.hpp"
+#include "gateway/metrics/history.hpp"
 #include "gateway/metrics/metrics.hpp"
 
 #include <fstream>
@@ -75,6 +76,27 @@ Reply server_info(Service& s, Call& c) {
   j["endpoints"] = endpoints(s.config.data_dir);
   j["user"] = std::move(user);
   co_await c.send_json(200, j);
+  co_return std::nullopt;
+}
+
+// Open like /metrics: the same figures, over time.
+Reply metrics_history(Service& s, Call& c) {
+  std::vector<std::string> names;
+  for (const auto& [key, value] : c.target.query)
+    if (key == "name") names.push_back(value);
+  nlohmann::json series = nlohmann::json::array();
+  for (const auto& x : s.metrics_history->query(names)) {
+    nlohmann::json labels = nlohmann::json::object();
+    for (const auto& [k, v] : x.labels) labels[k] = v;
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& [t, v] : x.points) points.push_back({t, v});
+    series.push_back({{"name", x.name},
+                      {"kind", x.counter ? "counter" : "gauge"},
+                      {"labels", std::move(labels)},
+                      {"points", std::move(points)}});
+  }
+  const nlohmann::json out{{"interval_s", s.metrics_history->interval().count()}, {"series", std::move(series)}};
+  co_await c.send_json(200, out);
   co_return std::nullopt;
 }
 

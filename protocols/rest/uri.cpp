@@ -23,6 +23,16 @@ const std::string* Target::param(std::string_view name) const {
   return nullptr;
 }
 
+std::optional<ApiError> refuse_repeats(const Target& t, std::string_view may_repeat) {
+  for (std::size_t i = 0; i < t.query.size(); ++i) {
+    const std::string& name = t.query[i].first;
+    if (name == may_repeat && !may_repeat.empty()) continue;
+    for (std::size_t j = 0; j < i; ++j)
+      if (t.query[j].first == name) return bad_parameter("query parameter " + name + " given twice");
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> check_segment(std::string_view d) {
   if (d.empty()) return "empty path segment";
   if (d.find('\0') != std::string_view::npos) return "NUL in a path";
@@ -79,7 +89,6 @@ Expected<Target> parse_target(std::string_view target) {
     if (!key || !value) return bad_parameter("malformed percent-escape in the query");
     if (key->empty()) return bad_parameter("empty query parameter name");
     if (value->find('\0') != std::string::npos) return bad_parameter("NUL in query parameter " + *key);
-    if (t.param(*key)) return bad_parameter("query parameter " + *key + " given twice");
     t.query.emplace_back(std::move(*key), std::move(*value));
   }
   return t;

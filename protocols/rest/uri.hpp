@@ -3,8 +3,8 @@
 // name other than the one written is refused with a 400 (bad_path) before a
 // route sees it: '.' and '..' segments (plain, encoded or double-encoded),
 // NUL, an encoded '/', empty segments, control characters and malformed
-// escapes. Query parameters are decoded (with '+' as space) and may not
-// repeat.
+// escapes. Query parameters are decoded (with '+' as space); one given
+// twice is refused by refuse_repeats() unless the route takes a list.
 #pragma once
 
 #include "protocols/http/uri.hpp"
@@ -29,10 +29,14 @@ using Expected = boost::system::result<T, ApiError>;
 
 struct Target {
   std::vector<std::string> segments;  // decoded; a trailing '/' is dropped
-  std::vector<std::pair<std::string, std::string>> query;
-  // The decoded value of a query parameter, or null.
+  std::vector<std::pair<std::string, std::string>> query;  // in order, repeats kept
+  // The decoded value of a query parameter (its first), or null.
   const std::string* param(std::string_view name) const;
 };
+
+// A 400 naming a query parameter given twice, unless `name` is the one
+// parameter that may repeat (a list: ?name=a&name=b).
+std::optional<ApiError> refuse_repeats(const Target& t, std::string_view may_repeat = {});
 
 using http::percent_decode;
 // Every byte but the unreserved ones (A-Z a-z 0-9 - . _ ~) escaped: one

@@ -41,6 +41,8 @@ void check_defaults(const Config& c) {
   CHECK(c.log.level == "info");
   CHECK(c.log.format == LogFormat::text);
   CHECK(c.log.file.empty());
+  CHECK(c.metrics_history.interval == std::chrono::seconds(10));
+  CHECK(c.metrics_history.samples == 360);
   CHECK(c.listeners.size() == 7);
   CHECK(c.listeners.at("s3") == Address{"127.0.0.1", 9000});
   CHECK(c.listeners.at("rest") == Address{"127.0.0.1", 9080});
@@ -295,9 +297,9 @@ TEST_CASE("residency rules: prefixes and regions, each mistake named") {
                                    {"prefix": "data/us", "regions": []}]})");
   REQUIRE(c.has_value());
   REQUIRE(c->residency.size() == 2);
-  CHECK(c->residency[0].first == "data/eu");
-  CHECK(c->residency[0].second == std::vector<std::string>{"eu-west-1", "eu-central-1"});
-  CHECK(c->residency[1].second.empty());  // nowhere: the path never leaves the hub
+  CHECK(c->residency[0].prefix == "data/eu");
+  CHECK(c->residency[0].regions == std::vector<std::string>{"eu-west-1", "eu-central-1"});
+  CHECK(c->residency[1].regions.empty());  // nowhere: the path never leaves the hub
   CHECK(parse("{}")->residency.empty());
   CHECK(error_of(R"({"residency": {}})") == "config: residency: expected an array, got an object");
   CHECK(error_of(R"({"residency": [{"prefix": "data/x"}]})") ==
@@ -306,6 +308,8 @@ TEST_CASE("residency rules: prefixes and regions, each mistake named") {
         "config: residency[0].prefix: must name an export or a path in one");
   CHECK(error_of(R"({"residency": [{"prefix": "d", "regions": ["bad region"]}]})")
             .starts_with("config: residency[0].regions: bad region \"bad region\""));
+  CHECK(error_of(R"({"residency": [{"prefix": "data//x", "regions": []}]})") ==
+        R"(config: residency[0].prefix: "data//x" has an empty, "." or ".." component)");
   CHECK(error_of(R"({"residency": [{"prefix": "d", "regions": [], "x": 1}]})")
             .starts_with("config: residency[0].x: unknown key"));
 }
@@ -361,6 +365,16 @@ TEST_CASE("audit log settings") {
   CHECK(error_of(R"({"audit": {"max_files": 0}})") == "config: audit.max_files: must be between 1 and 100000, got 0");
   CHECK(error_of(R"({"audit": {"rotate": true}})")
             .starts_with("config: audit.rotate: unknown key (expected one of dir, max_file_bytes,"));
+}
+
+TEST_CASE("metrics history settings") {
+  auto c = parse(R"({"metrics_history": {"interval_s": 1, "samples": 30}})");
+  REQUIRE(c.has_value());
+  CHECK(c->metrics_history.interval == std::chrono::seconds(1));
+  CHECK(c->metrics_history.samples == 30);
+  CHECK(error_of(R"({"metrics_history": {"interval_s": 0}})") ==
+        "config: metrics_history.interval_s: must be between 1 and 86400, got 0");
+  CHECK(error_of(R"({"metrics_history": {"keep": 1}})").starts_with("config: metrics_history.keep: unknown key"));
 }
 
 TEST_CASE("spoke chunk cache budgets") {

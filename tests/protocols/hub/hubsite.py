@@ -8,7 +8,6 @@ import argparse
 import faulthandler
 import json
 import pathlib
-import signal
 import socket
 import subprocess
 import sys
@@ -34,6 +33,11 @@ class Site(Gateway):
         self.rest_tls = self.endpoints.get("rest_tls")
         self.ca = str(self.data / "tls" / "cert.pem")
         self.emulators = []
+
+    def restart(self, crash=False):
+        super().restart(crash)
+        self.rest = self.endpoints["rest"]
+        self.rest_tls = self.endpoints.get("rest_tls")
 
     def emulator(self, *args):
         """A WAN emulator in front of the REST listener: (address, Emulator)."""
@@ -106,24 +110,6 @@ class Spoke(Gateway):
             config["spoke_cache"] = spoke_cache
         super().__init__(weft, protocols=protocols, prefix="weft-spoke-", region=region, args=args,
                          config=config or None)
-
-    def restart(self, crash=False):
-        """SIGTERM (exit 0), or SIGKILL if `crash`, then `weft serve` again
-        on the same data directory."""
-        started = time.monotonic()
-        self.proc.send_signal(signal.SIGKILL if crash else signal.SIGTERM)
-        code = self.proc.wait(timeout=10)
-        assert code == (-signal.SIGKILL if crash else 0), self.log()
-        self.stop_seconds = time.monotonic() - started
-        command = [self.weft, "serve", "--data", str(self.data)]
-        for p in ("s3", "rest", "nfs", "smb", "sftp"):
-            command += ["--" + p, "127.0.0.1:0" if p in self.protocols else "off"]
-        if (self.tmp / "weft.json").exists():
-            command += ["--config", str(self.tmp / "weft.json")]
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        self.endpoints = self._wait_for_endpoints()
-        self.url = "http://" + self.endpoints["rest"]
 
     def s3(self):
         import boto3

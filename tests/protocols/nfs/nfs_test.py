@@ -105,6 +105,11 @@ class ProceduresTest(NfsCase):
             text = resp.read().decode()
         self.assertIn('weft_nfs_requests_total{op="WRITE"}', text)
         self.assertIn('weft_nfs_errors_total{op="GETATTR"}', text)
+        # File data moved, per direction, as the other protocols count it.
+        moved = {line.split()[0]: float(line.split()[1]) for line in text.splitlines()
+                 if line.startswith(("weft_nfs_received_bytes_total ", "weft_nfs_sent_bytes_total "))}
+        self.assertGreater(moved.get("weft_nfs_received_bytes_total", 0), 0, moved)
+        self.assertGreater(moved.get("weft_nfs_sent_bytes_total", 0), 0, moved)
 
     def test_unmapped_uid_is_refused(self):
         self.client("denied", "/data", 4242, "unmapped")

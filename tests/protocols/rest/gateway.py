@@ -31,14 +31,28 @@ class Gateway:
         if region is not None:
             args += ["--region", region]
         self.log_path = self.tmp / "weft.log"
-        with open(self.log_path, "wb") as log:
-            # In its scratch dir, where relative paths of a config land.
-            self.proc = subprocess.Popen([weft, "serve", "--data", str(self.data), *args],
-                                         stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp)
-        self.endpoints = self._wait_for_endpoints()
+        self.command = [weft, "serve", "--data", str(self.data), *args]
+        self._start("wb")
         self.credentials = json.loads((self.data / "credentials.json").read_text())
         self.url = "http://" + self.endpoints["rest"]
         self.admin = (self.credentials["user"], self.credentials["password"])
+
+    def _start(self, log_mode):
+        with open(self.log_path, log_mode) as log:
+            # In its scratch dir, where relative paths of a config land.
+            self.proc = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp)
+        self.endpoints = self._wait_for_endpoints()
+
+    def restart(self, crash=False):
+        """SIGTERM (exit 0), or SIGKILL if `crash`, then `weft serve` again
+        with the same data directory and flags (new ports)."""
+        started = time.monotonic()
+        self.proc.send_signal(signal.SIGKILL if crash else signal.SIGTERM)
+        code = self.proc.wait(timeout=STOP_TIMEOUT)
+        assert code == (-signal.SIGKILL if crash else 0), self.log()
+        self.stop_seconds = time.monotonic() - started
+        self._start("ab")
+        self.url = "http://" + self.endpoints["rest"]
 
     def _wait_for_endpoints(self):
         path = self.data / "endpoints.json"

@@ -834,6 +834,73 @@ class ObservabilityTest(RestCase):
         self.assertEqual(r.content, (SOURCE / "protocols/rest/openapi.json").read_bytes())
 
 
+class MetricsHistoryTest(RestCase):
+    """/api/v1/metrics/history, sampled every second: S3 and REST traffic
+    shows in the byte counters' series as they grow."""
+
+    config = {"metrics_history": {"interval_s": 1, "samples": 60}}
+
+    def history(self, *names):
+        r = requests.get(self.api("/metrics/history"), params=[("name", n) for n in names])  # open, like /metrics
+        self.assertEqual(r.status_code, 200, r.text)
+        body = r.json()
+        self.assertEqual(body["interval_s"], 1)
+        return body["series"]
+
+    def last(self, series, name, **labels):
+        for x in series:
+            if x["name"] == name and all(x["labels"].get(k) == v for k, v in labels.items()):
+                return x
+        return None
+
+    def wait_for_value(self, name, at_least, **labels):
+        deadline = time.monotonic() + 10
+        while True:
+            x = self.last(self.history(name), name, **labels)
+            if x and x["points"][-1][1] >= at_least or time.monotonic() > deadline:
+                self.assertIsNotNone(x, name)
+                self.assertGreaterEqual(x["points"][-1][1], at_least, x)
+                return x
+            time.sleep(0.3)
+
+    def test_series_grow_with_traffic(self):
+        import boto3
+        import botocore.config
+        s3 = boto3.client("s3", endpoint_url="http://" + self.gw.endpoints["s3"], region_name="us-east-1",
+                          aws_access_key_id=self.gw.credentials["access_key_id"],
+                          aws_secret_access_key=self.gw.credentials["secret_access_key"],
+                          config=botocore.config.Config(s3={"addressing_style": "path"}))
+        self.addCleanup(s3.close)
+        s3.create_bucket(Bucket="hist")
+        s3.put_object(Bucket="hist", Key="a.bin", Body=b"a" * 50000)
+        self.assertEqual(len(s3.get_object(Bucket="hist", Key="a.bin")["Body"].read()), 50000)
+        first = self.wait_for_value("weft_s3_sent_bytes_total", 50000, op="GetObject")
+        self.assertEqual(first["kind"], "counter")
+        received = self.wait_for_value("weft_s3_received_bytes_total", 50000, op="PutObject")
+        self.assertEqual(received["kind"], "counter")
+        # More traffic: the same series grows, sample by sample.
+        self.assertEqual(self.put("data/hist.bin", b"r" * 30000).status_code, 201)
+        for _ in range(2):
+            self.assertEqual(len(s3.get_object(Bucket="hist", Key="a.bin")["Body"].read()), 50000)
+            self.assertEqual(len(self.s.get(self.api("/files/data/hist.bin")).content), 30000)
+        later = self.wait_for_value("weft_s3_sent_bytes_total", 150000, op="GetObject")
+        points = later["points"]
+        self.assertGreater(len(points), len(first["points"]))
+        times = [t for t, _ in points]
+        self.assertEqual(times, sorted(times))
+        self.assertTrue(all(isinstance(t, int) for t in times))
+        values = [v for _, v in points]
+        self.assertEqual(values, sorted(values))  # a counter, cumulative
+        self.wait_for_value("weft_rest_sent_bytes_total", 60000, route="files.read")
+        # Several names at once; a gauge; a name without series is left out.
+        series = self.history("weft_rest_sent_bytes_total", "process_open_fds", "weft_no_such_metric")
+        self.assertEqual({x["name"] for x in series}, {"weft_rest_sent_bytes_total", "process_open_fds"})
+        self.assertEqual(self.last(series, "process_open_fds")["kind"], "gauge")
+        self.assertEqual({x["name"] for x in self.history()} >= {"weft_s3_requests_total", "weft_rest_requests_total"},
+                         True)
+        self.error(requests.get(self.api("/metrics/history"), params={"metric": "x"}), 400, "bad_parameter")
+
+
 class PromtoolTest(RestCase):
     """/metrics passes `promtool check metrics` (parse and lint)."""
 

@@ -25,7 +25,9 @@ std::set<std::string> split(std::string_view list) {
   std::set<std::string> out;
   while (!list.empty()) {
     auto comma = list.find(',');
-    out.emplace(list.substr(0, comma));
+    std::string_view item = list.substr(0, comma);
+    if (item.ends_with('*')) item.remove_suffix(1);  // a list
+    out.emplace(item);
     list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
   }
   return out;
@@ -90,6 +92,15 @@ TEST_CASE("unknown query parameters are refused") {
   auto e = weft::rest::check_query(*m.route, *bad);
   REQUIRE(e);
   CHECK(e->code == "bad_parameter");
+  auto twice = weft::rest::parse_target("/api/v1/dirs/data?limit=5&limit=6");
+  REQUIRE(twice.has_value());
+  CHECK(weft::rest::check_query(*m.route, *twice));
+  // A list parameter may repeat.
+  auto history = match("GET", {"api", "v1", "metrics", "history"});
+  REQUIRE(history.route);
+  auto names = weft::rest::parse_target("/api/v1/metrics/history?name=a&name=b");
+  REQUIRE(names.has_value());
+  CHECK_FALSE(weft::rest::check_query(*history.route, *names));
 }
 
 TEST_CASE("each ns::Errc has an HTTP status and a code") {

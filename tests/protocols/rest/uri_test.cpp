@@ -46,14 +46,22 @@ TEST_CASE("traversal, NUL, encoded slashes and malformed escapes are bad_path") 
   }
 }
 
-TEST_CASE("query parameters may not repeat or be malformed") {
-  for (const char* bad : {"/x?a=1&a=2", "/x?a=%zz", "/x?=v", "/x?a=1%00"}) {
+TEST_CASE("query parameters may not be malformed, nor repeat unless they are a list") {
+  for (const char* bad : {"/x?a=%zz", "/x?=v", "/x?a=1%00"}) {
     std::string target = bad;
     CAPTURE(target);
     auto t = parse_target(target);
     REQUIRE_FALSE(t.has_value());
     CHECK(t.error().code == "bad_parameter");
   }
+  auto t = parse_target("/x?a=1&b=2&a=3");
+  REQUIRE(t.has_value());
+  CHECK(*t->param("a") == "1");
+  auto e = weft::rest::refuse_repeats(*t);
+  REQUIRE(e);
+  CHECK(e->message == "query parameter a given twice");
+  CHECK_FALSE(weft::rest::refuse_repeats(*t, "a"));
+  CHECK(weft::rest::refuse_repeats(*t, "b"));
 }
 
 TEST_CASE("percent_encode and percent_decode are inverses") {

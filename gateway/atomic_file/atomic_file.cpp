@@ -1,4 +1,4 @@
-#include "gateway/atomic_file.hpp"
+#include "gateway/atomic_file/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
