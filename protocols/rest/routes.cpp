@@ -43,9 +43,9 @@ constexpr std::array kRoutes{
     Route{"DELETE", "/api/v1/users/{name}/ssh-keys/{key_id}", "users.ssh_keys.delete", kUser, "",
           ssh_key_delete},
 
-    Route{"GET", "/api/v1/tokens", "tokens.list", kAdmin, "", tokens_list},
-    Route{"POST", "/api/v1/tokens", "tokens.create", kAdmin, "", token_create},
-    Route{"DELETE", "/api/v1/tokens/{id}", "tokens.revoke", kAdmin, "", token_revoke},
+    Route{"GET", "/api/v1/tokens", "tokens.list", kUser, "", tokens_list},
+    Route{"POST", "/api/v1/tokens", "tokens.create", kUser, "", token_create},
+    Route{"DELETE", "/api/v1/tokens/{id}", "tokens.revoke", kUser, "", token_revoke},
 
     Route{"GET", "/api/v1/exports", "exports.list", kAdmin, "", exports_list},
     Route{"PUT", "/api/v1/exports/{name}", "exports.set", kAdmin, "", export_set},

@@ -205,7 +205,9 @@ Reply tokens_list(Service& s, Call& c) {
   auto tokens = s.ns.tokens();
   if (!tokens) co_return from_ns(tokens.error(), "tokens");
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& t : *tokens) list.push_back(token_json(t));
+  // Users see their own tokens, administrators every one.
+  for (const auto& t : *tokens)
+    if (c.ctx.principal.admin || t.user == c.ctx.principal.user) list.push_back(token_json(t));
   nlohmann::json out;
   out["tokens"] = std::move(list);
   co_await c.send_json(200, out);

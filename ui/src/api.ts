@@ -117,7 +117,7 @@ export async function probe(url: string): Promise<{ ok: boolean; text: string }>
 
 // Signs in with a weft user's password: the password is sent once, as
 // Basic credentials for POST /api/v1/tokens, and the console keeps only
-// the token it gets (issued to administrators, like the CLI's tokens).
+// the token it gets (a user's own, as the CLI's tokens are).
 export async function signIn(user: string, password: string): Promise<Session> {
   const basic = "Basic " + btoa(String.fromCharCode(...new TextEncoder().encode(user + ":" + password)));
   const t = (await send("POST", "/api/v1/tokens", { user, name: "console" }, basic)) as { id: string; secret: string };

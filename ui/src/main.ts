@@ -2,7 +2,7 @@
 // (#/page/rest...). Each page renders into the main element from the REST
 // API; a page that is left stops its timers through its AbortSignal.
 import "./style.css";
-import { ApiError, session, signIn, signOut, whenSignedOut } from "./api";
+import { session, signIn, signOut, whenSignedOut } from "./api";
 import { h, message, note } from "./dom";
 import { access } from "./pages/access";
 import { cache } from "./pages/cache";
@@ -52,11 +52,7 @@ function loginView(): void {
       await signIn(user.value, password.value);
       render();
     } catch (e) {
-      const why =
-        e instanceof ApiError && e.status === 403
-          ? "This user may not have API tokens: the console signs in with an administrator."
-          : message(e);
-      status.replaceChildren(note(why, "error"));
+      status.replaceChildren(note(message(e), "error"));
     }
   });
   app.replaceChildren(h("main", { class: "center" }, form));

@@ -136,8 +136,14 @@ NS_TEST("API tokens and uid/gid mapping") {
   CHECK(listed[0].secret.empty());
   CHECK(f.err(ns.create_token(cx, "nobody", "x")) == Errc::not_found);
   const OpContext as_alice = context_for(ns.principal(alice), cx.export_access);
-  CHECK(f.err(ns.create_token(as_alice, "alice", "mine")) == Errc::perm);
-  CHECK(f.err(ns.revoke_token(as_alice, t.id)) == Errc::perm);
+  // A user makes and revokes tokens of their own, no one else's.
+  const Token mine = f.ok(ns.create_token(as_alice, "alice", "mine"));
+  CHECK(ns.verify_token(mine.secret).value().name == "alice");
+  f.ok(ns.revoke_token(as_alice, mine.id));
+  CHECK(f.err(ns.create_token(as_alice, "bob", "theirs")) == Errc::perm);
+  const Token bobs = f.ok(ns.create_token(cx, "bob", "b"));
+  CHECK(f.err(ns.revoke_token(as_alice, bobs.id)) == Errc::perm);
+  f.ok(ns.revoke_token(cx, bobs.id));
 
   f.reopen();
   auto& again = f.ns();

@@ -365,10 +365,20 @@ class AdminTest(RestCase):
         listed = self.s.get(self.api("/tokens")).json()["tokens"]
         self.assertEqual([(t["id"], t["user"], t["name"]) for t in listed], [(token["id"], "tess", "ci")])
         self.assertNotIn("secret", listed[0])
-        # Only administrators manage tokens, also with a token.
-        self.error(requests.get(self.api("/tokens"), headers=bearer), 403, "forbidden")
-        self.error(requests.post(self.api("/tokens"), headers=bearer, json={"user": "tess", "name": "x"}),
+        # A user manages tokens of their own (sees only those), an
+        # administrator everyone's.
+        r = requests.post(self.api("/tokens"), auth=("tess", "tess-password"), json={"user": "tess", "name": "own"})
+        self.assertEqual(r.status_code, 201, r.text)
+        own = r.json()
+        self.make_user("tom", "tom-password")
+        toms = self.s.post(self.api("/tokens"), json={"user": "tom", "name": "t"}).json()
+        mine = requests.get(self.api("/tokens"), headers=bearer).json()["tokens"]
+        self.assertEqual(sorted(t["name"] for t in mine), ["ci", "own"])
+        self.error(requests.post(self.api("/tokens"), headers=bearer, json={"user": "tom", "name": "x"}),
                    403, "forbidden")
+        self.error(requests.delete(self.api("/tokens/" + toms["id"]), headers=bearer), 403, "forbidden")
+        self.assertEqual(requests.delete(self.api("/tokens/" + own["id"]), headers=bearer).status_code, 204)
+        self.assertEqual(self.s.delete(self.api("/tokens/" + toms["id"])).status_code, 204)
         self.error(self.s.post(self.api("/tokens"), json={"user": "nobody", "name": "x"}), 404, "not_found")
         self.assertEqual(self.s.delete(self.api("/tokens/" + token["id"])).status_code, 204)
         self.error(requests.get(self.api("/info"), headers=bearer), 401, "unauthenticated")
@@ -768,8 +778,7 @@ class BadInputTest(RestCase):
         self.error(requests.put(self.api("/files/data/by-revoked"), data=b"x", headers=revoked), 401, "unauthenticated")
         users_before = self.s.get(self.api("/users")).json()
         for method, path, body in [("POST", "/users", {"name": "x", "password": "y"}), ("GET", "/users", None),
-                                   ("DELETE", "/users/admin", None), ("GET", "/tokens", None),
-                                   ("POST", "/tokens", {"user": "fred", "name": "n"}),
+                                   ("DELETE", "/users/admin", None), ("POST", "/tokens", {"user": "admin", "name": "n"}),
                                    ("PUT", "/exports/x", {"path": "/"}), ("DELETE", "/exports/data", None),
                                    ("GET", "/audit", None), ("PUT", "/users/fred/ids", {"uid": 0, "gid": 0})]:
             self.error(fred.request(method, self.api(path), json=body), 403, "forbidden")
