@@ -106,6 +106,7 @@ export function chart(title: string, lines: Line[], format: (v: number) => strin
         stroke: COLORS[i % COLORS.length],
         "stroke-width": 2,
         "vector-effect": "non-scaling-stroke",
+        "data-series": l.label,
       }),
     ),
   );
