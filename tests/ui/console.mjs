@@ -10,23 +10,26 @@ const { chromium } = createRequire(import.meta.url)(env.WEFT_PLAYWRIGHT);
 const ARTIFACTS = env.WEFT_ARTIFACTS;
 const SPOKE = { url: env.WEFT_SPOKE_URL, user: env.WEFT_SPOKE_USER, password: env.WEFT_SPOKE_PASSWORD };
 const HUB = { url: env.WEFT_HUB_URL, user: env.WEFT_HUB_USER, password: env.WEFT_HUB_PASSWORD };
-// A user of the hub who is not an administrator.
+// A user of the hub and of the spoke (one name and password) who is not an
+// administrator; signs in at the hub unless told otherwise.
 const READER = { url: env.WEFT_HUB_URL, user: env.WEFT_READER_USER, password: env.WEFT_READER_PASSWORD };
 const PAGES = ["overview", "fabric", "data", "governance", "access", "cache"];
 const TIMEOUT = 15000;
 
 const problems = []; // browser console errors and page errors
 // The console errors a step causes on purpose: the browser's log of a
-// refused call, "Failed to load resource: ... status of 403", of these URLs.
-let expected = null; // a RegExp of the refused URLs' paths
+// call answered with an error, "Failed to load resource: ... status of
+// 403", as { status, path: a RegExp of the URLs' paths }.
+let expected = null;
 let shot = 0;
 
 function watch(page, where) {
   page.on("console", (m) => {
     if (m.type() !== "error") return;
     const what = `${where}: console error: ${m.text()} (${m.location().url})`;
-    const refused = /status of 403/.test(m.text()) && expected?.test(new URL(m.location().url).pathname);
-    if (refused) process.stdout.write(`(expected ${what}) `);
+    const meant = expected && m.text().includes(`status of ${expected.status} `) &&
+      expected.path.test(new URL(m.location().url).pathname);
+    if (meant) process.stdout.write(`(expected ${what}) `);
     else problems.push(what);
   });
   page.on("pageerror", (e) => problems.push(`${where}: page error: ${e.message}`));
@@ -170,7 +173,7 @@ async function desktop(browser) {
   // The spoke's read of a path the hub keeps in the EU is refused (the
   // browser logs the refused request), and the hub's audit log has it.
   async function refused(prefix) {
-    expected = new RegExp(`^/api/v1/stat/${prefix}/secret\\.bin$`);
+    expected = { status: 403, path: new RegExp(`^/api/v1/stat/${prefix}/secret\\.bin$`) };
     await open(spoke, SPOKE, `data/${prefix}/secret.bin`);
     const d = main(spoke, "data");
     await d.locator("h1, .note.error").first().waitFor({ timeout: TIMEOUT });
@@ -302,7 +305,7 @@ async function reader(browser) {
   const adminOnly = { governance: "residency", access: "users" }; // what each page is refused
   for (const [name, call] of Object.entries(adminOnly)) {
     await step("reader-" + name + "-forbidden", page, async () => {
-      expected = new RegExp(`^/api/v1/${call}$`);
+      expected = { status: 403, path: new RegExp(`^/api/v1/${call}$`) };
       await open(page, READER, name);
       await loaded(page, name);
       const said = await main(page, name).locator("[data-forbidden]").textContent({ timeout: TIMEOUT });
@@ -310,6 +313,16 @@ async function reader(browser) {
       expected = null;
     });
   }
+  // At the spoke a reader does not see the mounts, so the console asks for
+  // a mounted file's versions, which a spoke does not keep (400).
+  await step("reader-spoke-file", page, async () => {
+    await signIn(page, { ...READER, url: SPOKE.url });
+    expected = { status: 400, path: /^\/api\/v1\/versions\/data\/datasets\/train\/shard-000\.bin$/ };
+    await open(page, SPOKE, "data/data/datasets/train/shard-000.bin");
+    await main(page, "data").getByRole("heading", { name: "Versions" }).waitFor({ timeout: TIMEOUT });
+    await main(page, "data").getByText(/keeps no older versions/).waitFor();
+    expected = null;
+  });
   await context.close();
 }
 

@@ -1,6 +1,6 @@
 """The web console end to end: a hub, and a spoke that mounts its
 data/datasets through the WAN emulator; files written over S3 at the
-spoke, one written at the hub and read by the spoke, and a user of the hub
+spoke, one written at the hub and read by the spoke, and a user of both
 who is not an administrator; both sites sample their metrics every second;
 then tests/ui/console.mjs drives both consoles in headless Chromium
 (Debian's chromium, through playwright-core from ui/node_modules) at
@@ -71,11 +71,13 @@ def main():
         hub_put(hub, "data/datasets/restricted/secret.bin", os.urandom(256 << 10))
         s3.get_object(Bucket="datasets", Key="restricted/secret.bin")["Body"].read()
         s3.close()
-        # A user who is not an administrator, for the console's sign-in.
+        # A user of both sites who is not an administrator, for the
+        # console's sign-in.
         reader = ("reader", "reader-" + os.urandom(8).hex())
-        with rest(hub) as s:
-            r = s.post(hub.url + "/api/v1/users", json={"name": reader[0], "password": reader[1], "admin": False})
-            assert r.status_code == 201, r.text
+        for site in (hub, spoke):
+            with rest(site) as s:
+                r = s.post(site.url + "/api/v1/users", json={"name": reader[0], "password": reader[1], "admin": False})
+                assert r.status_code == 201, r.text
         env = dict(os.environ,
                    WEFT_SPOKE_URL=spoke.url, WEFT_HUB_URL=hub.url,
                    WEFT_SPOKE_USER=spoke.admin[0], WEFT_SPOKE_PASSWORD=spoke.admin[1],

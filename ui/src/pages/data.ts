@@ -151,6 +151,20 @@ async function listing(path: string, cursor?: string): Promise<{ entries: Entry[
   return get("/api/v1/dirs/" + pathUrl(path) + query({ cursor, limit: 200 }));
 }
 
+// The file's versions; a node that keeps none of a file (a spoke mount's,
+// for a user who does not see the mounts) answers not_supported.
+async function versions(path: string, info: FileInfo): Promise<HTMLElement> {
+  try {
+    const v = await get<Versions>("/api/v1/versions/" + pathUrl(path));
+    return table(["Version", "Size", "Chunks", "Sealed", "Id"],
+      v.versions.map((x) => [String(x.version) + (x.version === v.current ? " (current)" : ""), bytes(x.size), x.chunks,
+        time(x.mtime), h("code", {}, x.id.slice(0, 16) + "…")]));
+  } catch (e) {
+    if (!(e instanceof ApiError) || e.code !== "not_supported") throw e;
+    return note(`Version ${info.version ?? 0} is current; this node keeps no older versions of it (${e.message}).`);
+  }
+}
+
 export async function data(main: HTMLElement, rest: string[], signal: AbortSignal): Promise<void> {
   const parts = rest.length ? rest : ["data"];
   const path = parts.join("/");
@@ -214,10 +228,7 @@ export async function data(main: HTMLElement, rest: string[], signal: AbortSigna
     // A spoke mount knows the current version only; the hub keeps the others.
     children.push(section("Versions", note(`Version ${info.version ?? 0} is current; older versions are kept at the hub (${mount.hub}).`)));
   } else {
-    const v = await get<Versions>("/api/v1/versions/" + pathUrl(path));
-    children.push(section("Versions", table(["Version", "Size", "Chunks", "Sealed", "Id"],
-      v.versions.map((x) => [String(x.version) + (x.version === v.current ? " (current)" : ""), bytes(x.size), x.chunks,
-        time(x.mtime), h("code", {}, x.id.slice(0, 16) + "…")]))));
+    children.push(section("Versions", await versions(path, info)));
   }
   main.replaceChildren(...children);
 }
