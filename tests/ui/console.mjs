@@ -10,18 +10,26 @@ const { chromium } = createRequire(import.meta.url)(env.WEFT_PLAYWRIGHT);
 const ARTIFACTS = env.WEFT_ARTIFACTS;
 const SPOKE = { url: env.WEFT_SPOKE_URL, user: env.WEFT_SPOKE_USER, password: env.WEFT_SPOKE_PASSWORD };
 const HUB = { url: env.WEFT_HUB_URL, user: env.WEFT_HUB_USER, password: env.WEFT_HUB_PASSWORD };
+// A user of the hub and of the spoke (one name and password) who is not an
+// administrator; signs in at the hub unless told otherwise.
+const READER = { url: env.WEFT_HUB_URL, user: env.WEFT_READER_USER, password: env.WEFT_READER_PASSWORD };
 const PAGES = ["overview", "fabric", "data", "governance", "access", "cache"];
 const TIMEOUT = 15000;
 
 const problems = []; // browser console errors and page errors
-let expected = null; // console errors a step causes on purpose (a refused read)
+// The console errors a step causes on purpose: the browser's log of a
+// call answered with an error, "Failed to load resource: ... status of
+// 403", as { status, path: a RegExp of the URLs' paths }.
+let expected = null;
 let shot = 0;
 
 function watch(page, where) {
   page.on("console", (m) => {
     if (m.type() !== "error") return;
     const what = `${where}: console error: ${m.text()} (${m.location().url})`;
-    if (expected && expected.test(m.text())) console.log("expected " + what);
+    const meant = expected && m.text().includes(`status of ${expected.status} `) &&
+      expected.path.test(new URL(m.location().url).pathname);
+    if (meant) process.stdout.write(`(expected ${what}) `);
     else problems.push(what);
   });
   page.on("pageerror", (e) => problems.push(`${where}: page error: ${e.message}`));
@@ -49,10 +57,6 @@ async function step(name, page, f) {
   console.log(`ok (${path.basename(await screenshot(page, name))})`);
 }
 
-function skip(name, why) {
-  console.log(`STEP ${name} ... SKIPPED: ${why}`);
-}
-
 const main = (page, name) => page.locator(`main#page[data-page="${name}"]`);
 
 async function open(page, site, hash) {
@@ -70,6 +74,26 @@ async function signIn(page, site) {
   await page.locator('input[name="password"]').fill(site.password);
   await page.getByRole("button", { name: "Sign in" }).click();
   await loaded(page, "overview");
+}
+
+// Waits until each of the page's charts `titles` draws a line, reloading
+// the page (its figures are read once) while the history has too few
+// samples (the sites sample every second).
+async function drawn(page, name, ...titles) {
+  const empty = async () => {
+    const out = [];
+    for (const t of titles)
+      if ((await main(page, name).locator(`figure[data-chart="${t}"] svg polyline[data-series]`).count()) === 0) out.push(t);
+    return out;
+  };
+  for (let tries = 0; ; tries++) {
+    await loaded(page, name);
+    const missing = await empty();
+    if (missing.length === 0) return;
+    if (tries === 10) throw new Error(`these charts draw no line: ${missing.join(", ")}`);
+    await page.waitForTimeout(1000);
+    await page.reload();
+  }
 }
 
 // No page is wider than the window (nothing to scroll sideways but tables,
@@ -149,7 +173,7 @@ async function desktop(browser) {
   // The spoke's read of a path the hub keeps in the EU is refused (the
   // browser logs the refused request), and the hub's audit log has it.
   async function refused(prefix) {
-    expected = /status of 403/;
+    expected = { status: 403, path: new RegExp(`^/api/v1/stat/${prefix}/secret\\.bin$`) };
     await open(spoke, SPOKE, `data/${prefix}/secret.bin`);
     const d = main(spoke, "data");
     await d.locator("h1, .note.error").first().waitFor({ timeout: TIMEOUT });
@@ -174,37 +198,44 @@ async function desktop(browser) {
   await step("desktop-residency-denied-config-rule", spoke, () => refused("data/datasets/eu-only"));
   await screenshot(hub, "desktop-residency-denied-config-rule-hub-audit");
 
-  let residency = false;
-  await step("desktop-hub-governance", hub, async () => {
+  await step("desktop-residency-dry-run", hub, async () => {
     await open(hub, HUB, "governance");
     await loaded(hub, "governance");
-    await main(hub, "governance").locator("form.inline, .note").first().waitFor();
-    residency = (await main(hub, "governance").locator("form.inline").count()) > 0;
+    const g = main(hub, "governance");
+    // The configuration's rule is listed and cannot be removed here.
+    await g.locator('[data-table="residency"]', { hasText: "data/datasets/eu-only" }).waitFor();
+    if ((await g.locator('[data-remove="data/datasets/eu-only"]').count()) !== 0)
+      throw new Error("a rule of the configuration offers Remove");
+    await g.locator('input[name="prefix"]').fill("data/datasets/restricted");
+    await g.locator('input[name="regions"]').fill("eu-west-1");
+    await g.locator('[data-action="dry-run"]').click();
+    await g.locator(".dry-run").waitFor({ timeout: TIMEOUT });
+    const said = await g.locator(".dry-run").textContent();
+    // The spoke has read the file: it is named, and so is the file.
+    if (!said.includes("(us-east-1,") || !said.includes("data/datasets/restricted/secret.bin"))
+      throw new Error("the dry run does not name the us-east-1 spoke and the file: " + said);
   });
-  const noApi = "the hub has no /api/v1/residency (its OpenAPI document lists none)";
-  if (!residency) {
-    skip("desktop-residency-rule", noApi);
-    skip("desktop-residency-denied-new-rule", noApi);
-  } else {
-    await step("desktop-residency-rule", hub, async () => {
-      const g = main(hub, "governance");
-      // The configuration's rule is listed and cannot be removed here.
-      await g.locator('[data-table="residency"]', { hasText: "data/datasets/eu-only" }).waitFor();
-      if ((await g.locator('[data-remove="data/datasets/eu-only"]').count()) !== 0)
-        throw new Error("a rule of the configuration offers Remove");
-      await g.locator('input[name="prefix"]').fill("data/datasets/restricted");
-      await g.locator('input[name="regions"]').fill("eu-west-1");
-      await g.locator('[data-action="dry-run"]').click();
-      await g.locator(".dry-run").waitFor({ timeout: TIMEOUT });
-      const said = await g.locator(".dry-run").textContent();
-      if (!said.includes("us-east-1")) throw new Error("the dry run does not name the us-east-1 spoke: " + said);
-      await g.locator('[data-action="add-rule"]').click();
-      await main(hub, "governance").locator('[data-table="residency"]', { hasText: "data/datasets/restricted" })
-        .waitFor({ timeout: TIMEOUT });
-    });
-    await step("desktop-residency-denied-new-rule", spoke, () => refused("data/datasets/restricted"));
-    await screenshot(hub, "desktop-residency-denied-new-rule-hub-audit");
-  }
+
+  await step("desktop-residency-add", hub, async () => {
+    await main(hub, "governance").locator('[data-action="add-rule"]').click();
+    await main(hub, "governance").locator('[data-remove="data/datasets/restricted"]').waitFor({ timeout: TIMEOUT });
+  });
+  await step("desktop-residency-denied-new-rule", spoke, () => refused("data/datasets/restricted"));
+  await screenshot(hub, "desktop-residency-denied-new-rule-hub-audit");
+
+  await step("desktop-residency-denials-chart", hub, async () => {
+    await open(hub, HUB, "governance");
+    await drawn(hub, "governance", "Residency denials");
+  });
+
+  await step("desktop-residency-remove", hub, async () => {
+    const g = main(hub, "governance");
+    await g.locator('[data-remove="data/datasets/restricted"]').click();
+    await g.locator('[data-table="residency"]', { hasText: "data/datasets/eu-only" }).waitFor({ timeout: TIMEOUT });
+    await g.locator('[data-remove="data/datasets/restricted"]').waitFor({ state: "detached", timeout: TIMEOUT });
+    if ((await g.locator('[data-table="residency"]').textContent()).includes("data/datasets/restricted"))
+      throw new Error("the removed rule is still listed");
+  });
 
   await step("desktop-hub-data-versions", hub, async () => {
     // At the hub the file written over S3 at the spoke has its versions.
@@ -218,7 +249,25 @@ async function desktop(browser) {
   await step("desktop-hub-fabric", hub, async () => {
     await open(hub, HUB, "fabric");
     await loaded(hub, "fabric");
-    await main(hub, "fabric").locator("svg.fabric .node.self").waitFor();
+    const f = main(hub, "fabric");
+    await f.locator("svg.fabric .node.self").waitFor();
+    // The spoke as the hub sees it (GET /api/v1/hub/spokes), its details a
+    // click away.
+    await f.locator("svg.fabric .node.spoke", { hasText: "us-east-1" }).waitFor();
+    await f.locator("a[data-spoke]", { hasText: "us-east-1" }).click();
+    await f.getByRole("heading", { name: /^Spoke / }).waitFor({ timeout: TIMEOUT });
+    const details = await f.locator("section", { has: hub.getByRole("heading", { name: /^Spoke / }) }).textContent();
+    if (!/Residency denials\s*[1-9]/.test(details)) throw new Error("the spoke's details show no denials: " + details);
+  });
+
+  await step("desktop-hub-overview-charts", hub, async () => {
+    await open(hub, HUB, "overview");
+    await drawn(hub, "overview", "Throughput per protocol");
+  });
+
+  await step("desktop-spoke-cache-charts", spoke, async () => {
+    await open(spoke, SPOKE, "cache");
+    await drawn(spoke, "cache", "Hit ratio per tier", "Prefetch precision per expert", "Prefetched per expert");
   });
 
   for (const name of ["overview", "governance", "access", "cache"]) {
@@ -231,6 +280,48 @@ async function desktop(browser) {
   await step("desktop-sign-out", spoke, async () => {
     await spoke.getByRole("button", { name: "Sign out" }).click();
     await spoke.getByRole("button", { name: "Sign in" }).waitFor();
+  });
+  await context.close();
+}
+
+// A user who is not an administrator: signs in, browses, and is told
+// plainly that the administration pages are not theirs (each refused call
+// logs its 403 in the browser).
+async function reader(browser) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  watch(page, "reader");
+  await step("reader-login", page, async () => {
+    await signIn(page, READER);
+    await main(page, "overview").getByText(READER.user, { exact: true }).waitFor();
+  });
+  await step("reader-data-browse", page, async () => {
+    await open(page, READER, "data/data/datasets");
+    await loaded(page, "data");
+    await main(page, "data").locator('[data-entry="README.txt"]').click();
+    await main(page, "data").getByRole("heading", { name: "Versions" }).waitFor({ timeout: TIMEOUT });
+    await main(page, "data").getByText("Pin and evict are for administrators.").waitFor();
+  });
+  const adminOnly = { governance: "residency", access: "users" }; // what each page is refused
+  for (const [name, call] of Object.entries(adminOnly)) {
+    await step("reader-" + name + "-forbidden", page, async () => {
+      expected = { status: 403, path: new RegExp(`^/api/v1/${call}$`) };
+      await open(page, READER, name);
+      await loaded(page, name);
+      const said = await main(page, name).locator("[data-forbidden]").textContent({ timeout: TIMEOUT });
+      if (!said.startsWith("Forbidden")) throw new Error("the refusal reads " + said);
+      expected = null;
+    });
+  }
+  // At the spoke a reader does not see the mounts, so the console asks for
+  // a mounted file's versions, which a spoke does not keep (400).
+  await step("reader-spoke-file", page, async () => {
+    await signIn(page, { ...READER, url: SPOKE.url });
+    expected = { status: 400, path: /^\/api\/v1\/versions\/data\/datasets\/train\/shard-000\.bin$/ };
+    await open(page, SPOKE, "data/data/datasets/train/shard-000.bin");
+    await main(page, "data").getByRole("heading", { name: "Versions" }).waitFor({ timeout: TIMEOUT });
+    await main(page, "data").getByText(/keeps no older versions/).waitFor();
+    expected = null;
   });
   await context.close();
 }
@@ -263,6 +354,7 @@ const browser = await chromium.launch({
 let failed = false;
 try {
   await desktop(browser);
+  await reader(browser);
   await mobile(browser);
 } catch (e) {
   console.log(String(e.stack || e));

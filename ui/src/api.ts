@@ -18,11 +18,6 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
-  // An endpoint this server does not have (an older weft, or a node
-  // without that role).
-  get missing(): boolean {
-    return this.status === 404 && this.code === "no_route";
-  }
 }
 
 export function session(): Session | null {
@@ -93,16 +88,10 @@ export async function api<T>(method: string, url: string, body?: unknown): Promi
 
 export const get = <T>(url: string) => api<T>("GET", url);
 
-let contract: Promise<Set<string>> | null = null;
-
-// Whether this server has an operation, from its OpenAPI document (the
-// contract routes are built from): the console asks only for what exists,
-// so an older server or one without a role answers no 404s.
-export async function available(pattern: string): Promise<boolean> {
-  contract ??= fetch("/api/v1/openapi.json")
-    .then((r) => (r.ok ? r.json() : { paths: {} }))
-    .then((doc: { paths?: Record<string, unknown> }) => new Set(Object.keys(doc.paths ?? {})));
-  return (await contract).has(pattern);
+// The signed-in user as the server sees them now: pages that show
+// administration parts beside others ask for those only for an administrator.
+export async function isAdmin(): Promise<boolean> {
+  return (await get<{ user: { admin: boolean } }>("/api/v1/info")).user.admin;
 }
 
 // Probes answer without credentials; their status is what counts.

@@ -1,6 +1,6 @@
 // Figures over time: GET /api/v1/metrics/history, rates and ratios of its
 // cumulative counters, and a line chart drawn as SVG.
-import { ApiError, available, get } from "./api";
+import { get } from "./api";
 import { h, note, s } from "./dom";
 
 export type Point = [number, number]; // unix seconds, value
@@ -17,17 +17,10 @@ export interface Line {
   points: Point[];
 }
 
-// The series of the named metrics; null when this server keeps no history.
-export async function history(names: string[]): Promise<Series[] | null> {
-  if (!(await available("/api/v1/metrics/history"))) return null;
-  try {
-    const url = "/api/v1/metrics/history" + "?" + names.map((n) => "name=" + encodeURIComponent(n)).join("&");
-    const doc = await get<{ series?: Series[] }>(url);
-    return doc.series ?? [];
-  } catch (e) {
-    if (e instanceof ApiError && e.missing) return null;
-    throw e;
-  }
+// The series of the named metrics.
+export async function history(names: string[]): Promise<Series[]> {
+  const url = "/api/v1/metrics/history" + "?" + names.map((n) => "name=" + encodeURIComponent(n)).join("&");
+  return (await get<{ series: Series[] }>(url)).series;
 }
 
 // Per second between samples of a cumulative counter (a restart, where the
@@ -113,6 +106,7 @@ export function chart(title: string, lines: Line[], format: (v: number) => strin
         stroke: COLORS[i % COLORS.length],
         "stroke-width": 2,
         "vector-effect": "non-scaling-stroke",
+        "data-series": l.label,
       }),
     ),
   );
@@ -132,7 +126,7 @@ export function chart(title: string, lines: Line[], format: (v: number) => strin
   return fig;
 }
 
-// A chart from history, or a note why there is none.
+// A chart of the named metrics' history.
 export async function historyChart(
   title: string,
   names: string[],
@@ -140,9 +134,5 @@ export async function historyChart(
   format: (v: number) => string,
   top?: number,
 ): Promise<HTMLElement> {
-  const series = await history(names);
-  if (series === null)
-    return h("figure", { class: "chart" }, h("figcaption", {}, title),
-      note("Figures over time are not available on this server (its API has no /api/v1/metrics/history)."));
-  return chart(title, lines(series), format, top);
+  return chart(title, lines(await history(names)), format, top);
 }

@@ -2,7 +2,7 @@
 // (#/page/rest...). Each page renders into the main element from the REST
 // API; a page that is left stops its timers through its AbortSignal.
 import "./style.css";
-import { session, signIn, signOut, whenSignedOut } from "./api";
+import { ApiError, session, signIn, signOut, whenSignedOut } from "./api";
 import { h, message, note } from "./dom";
 import { access } from "./pages/access";
 import { cache } from "./pages/cache";
@@ -59,6 +59,15 @@ function loginView(): void {
   user.focus();
 }
 
+// Why a page could not be shown; a 403 (a page of the administration parts,
+// for a user who is not an administrator) says so plainly.
+function failure(e: unknown, user: string): HTMLElement {
+  if (e instanceof ApiError && e.status === 403)
+    return h("p", { class: "note error", role: "alert", "data-forbidden": "" },
+      `Forbidden: ${user} may not see this page (${e.message}). Sign in as an administrator for it.`);
+  return note(message(e), "error");
+}
+
 function render(): void {
   const s = session();
   if (!s) return loginView();
@@ -91,12 +100,12 @@ function render(): void {
     ),
   );
   app.replaceChildren(h("header", {}, nav), main);
-  const page = PAGES.find(([n]) => n === name)![2];
+  const [, title, page] = PAGES.find(([n]) => n === name)!;
   main.append(note("Loading…"));
   const signal = leaving.signal;
   page(main, rest, signal).catch((e) => {
     if (signal.aborted) return;
-    main.replaceChildren(note(message(e), "error"));
+    main.replaceChildren(h("h1", {}, title), failure(e, s.user));
   });
 }
 

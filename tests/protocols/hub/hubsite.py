@@ -22,10 +22,11 @@ from gateway import Gateway  # noqa: E402  (the REST tests' `weft serve` harness
 
 class Site(Gateway):
     """`tls`: the REST listener over TLS too (its self-signed certificate in
-    `ca`, its address in `rest_tls`)."""
+    `ca`, its address in `rest_tls`); `config`: more of the config file
+    (e.g. "metrics_history")."""
 
-    def __init__(self, weft, region="us-east-1", residency=(), tls=False):
-        config = {"residency": [{"prefix": p, "regions": list(r)} for p, r in residency]}
+    def __init__(self, weft, region="us-east-1", residency=(), tls=False, config=None):
+        config = dict(config or {}, residency=[{"prefix": p, "regions": list(r)} for p, r in residency])
         if tls:
             config["listeners"] = {"rest_tls": "127.0.0.1:0"}
         super().__init__(weft, protocols=("rest",), region=region, prefix="weft-hub-", config=config)
@@ -85,13 +86,15 @@ class Spoke(Gateway):
     serving `protocols`; `spoke_cache`: the config's chunk cache budgets;
     `ca`: the certificates an https hub is verified with; `prefetch`: the
     mount's learning prefetcher on or off; `write`: how the mount's writes
-    reach the hub, "through" or "back" (None, for both: the default)."""
+    reach the hub, "through" or "back" (None, for both: the default);
+    `config`: more of the config file (e.g. "metrics_history")."""
 
     def __init__(self, weft, hub, hub_url, mode="strict", flags=False, protocols=SPOKE_PROTOCOLS, region=None,
-                 local="/datasets", remote="data/datasets", spoke_cache=None, ca=None, prefetch=None, write=None):
+                 local="/datasets", remote="data/datasets", spoke_cache=None, ca=None, prefetch=None, write=None,
+                 config=None):
         credentials = str(hub.data / "credentials.json")
         self.protocols = protocols
-        args, config = [], {}
+        args, config = [], dict(config or {})
         if flags:
             args = ["--spoke", "%s=%s/%s" % (local, hub_url, remote),
                     "--spoke-credentials", credentials, "--spoke-mode", mode]

@@ -68,7 +68,8 @@ export async function cache(main: HTMLElement): Promise<void> {
   try {
     [stats, { pins }] = await Promise.all([get<Cache>("/api/v1/cache"), get<{ pins: Pin[] }>("/api/v1/cache/pins")]);
   } catch (e) {
-    if (!(e instanceof ApiError) || e.status >= 500) throw e;
+    // A node without a chunk cache says why; a refusal is the page's.
+    if (!(e instanceof ApiError) || e.status >= 500 || e.status === 403) throw e;
     why = e.message;
   }
   const charts = await Promise.all([

@@ -1,7 +1,7 @@
 // Browse the namespace (export/dir/...): listings, and per path its size,
 // versions, the spoke mount it belongs to and whether it is pinned; warm,
 // pin, unpin and evict it, with a warm job's progress as it runs.
-import { ApiError, api, get, pathUrl, query } from "../api";
+import { ApiError, api, get, isAdmin, pathUrl, query } from "../api";
 import { bytes, facts, h, message, note, section, table, time } from "../dom";
 import type { SpokeList } from "./fabric";
 
@@ -88,12 +88,13 @@ async function pins(): Promise<Pin[]> {
   try {
     return (await get<{ pins: Pin[] }>("/api/v1/cache/pins")).pins;
   } catch (e) {
-    if (e instanceof ApiError && (e.status === 400 || e.status === 404 || e.status === 403)) return [];
+    if (e instanceof ApiError && (e.status === 400 || e.status === 404)) return [];
     throw e;
   }
 }
 
-function actions(path: string, pinned: Pin | undefined, onSpoke: boolean, signal: AbortSignal, refresh: () => void): HTMLElement {
+// `noPin`: why pin and evict do not apply here, or null.
+function actions(path: string, pinned: Pin | undefined, noPin: string | null, signal: AbortSignal, refresh: () => void): HTMLElement {
   const out = h("div", { class: "out" });
   const run = (f: () => Promise<Node | null>) => async () => {
     out.replaceChildren(note("Working…"));
@@ -127,10 +128,10 @@ function actions(path: string, pinned: Pin | undefined, onSpoke: boolean, signal
       h("button", { onclick: warm, "data-action": "warm" }, "Warm"),
       pinned
         ? h("button", { onclick: unpin, "data-action": "unpin" }, "Unpin")
-        : h("button", { onclick: pin, "data-action": "pin", disabled: !onSpoke }, "Pin"),
-      h("button", { onclick: evict, "data-action": "evict", disabled: !onSpoke }, "Evict"),
+        : h("button", { onclick: pin, "data-action": "pin", disabled: noPin !== null }, "Pin"),
+      h("button", { onclick: evict, "data-action": "evict", disabled: noPin !== null }, "Evict"),
     ),
-    onSpoke ? null : note("Pin and evict apply to spoke mounts: this path is not below one."),
+    noPin === null ? null : note(noPin),
     out,
   );
 }
@@ -150,6 +151,20 @@ async function listing(path: string, cursor?: string): Promise<{ entries: Entry[
   return get("/api/v1/dirs/" + pathUrl(path) + query({ cursor, limit: 200 }));
 }
 
+// The file's versions; a node that keeps none of a file (a spoke mount's,
+// for a user who does not see the mounts) answers not_supported.
+async function versions(path: string, info: FileInfo): Promise<HTMLElement> {
+  try {
+    const v = await get<Versions>("/api/v1/versions/" + pathUrl(path));
+    return table(["Version", "Size", "Chunks", "Sealed", "Id"],
+      v.versions.map((x) => [String(x.version) + (x.version === v.current ? " (current)" : ""), bytes(x.size), x.chunks,
+        time(x.mtime), h("code", {}, x.id.slice(0, 16) + "…")]));
+  } catch (e) {
+    if (!(e instanceof ApiError) || e.code !== "not_supported") throw e;
+    return note(`Version ${info.version ?? 0} is current; this node keeps no older versions of it (${e.message}).`);
+  }
+}
+
 export async function data(main: HTMLElement, rest: string[], signal: AbortSignal): Promise<void> {
   const parts = rest.length ? rest : ["data"];
   const path = parts.join("/");
@@ -162,10 +177,11 @@ export async function data(main: HTMLElement, rest: string[], signal: AbortSigna
     main.replaceChildren(h("h1", {}, "Data"), crumbs(parts), note(`${e.message} (${e.code})`, "error"));
     return;
   }
-  const [spokes, pinList] = await Promise.all([
-    get<SpokeList>("/api/v1/spokes").catch(() => ({ spokes: [] }) as SpokeList),
-    pins(),
-  ]);
+  // Spoke mounts and pins are an administrator's to see and change.
+  const admin = await isAdmin();
+  const [spokes, pinList] = admin
+    ? await Promise.all([get<SpokeList>("/api/v1/spokes"), pins()])
+    : [{ spokes: [] } as SpokeList, []];
   // Spoke mounts are namespace paths; REST paths start with the export (the
   // default one, "data", is rooted at the namespace root).
   const nsPath = "/" + parts.slice(1).join("/");
@@ -181,10 +197,12 @@ export async function data(main: HTMLElement, rest: string[], signal: AbortSigna
       ["Modified", time(info.mtime)],
       ["Mode", `${info.mode} (uid ${info.uid}, gid ${info.gid})`],
       ["Version", String(info.version ?? 0) + (info.dirty ? " (unsealed writes)" : "")],
-      ["Spoke mount", mount ? `${mount.local} of ${mount.hub} (${mount.remote})` : "not on a spoke mount (local)"],
+      ["Spoke mount", !admin ? "– (shown to administrators)"
+        : mount ? `${mount.local} of ${mount.hub} (${mount.remote})` : "not on a spoke mount (local)"],
       ["Pinned", pinned ? `yes, by ${pinned.path}: ${pinned.cached_chunks}/${pinned.chunks} chunks cached` : "no"],
     ]),
-    actions(path, pinned, mount !== undefined, signal, refresh),
+    actions(path, pinned, !admin ? "Pin and evict are for administrators."
+      : mount ? null : "Pin and evict apply to spoke mounts: this path is not below one.", signal, refresh),
   );
   const children: HTMLElement[] = [h("h1", {}, "Data"), crumbs(parts), about];
   if (info.type === "directory") {
@@ -210,10 +228,7 @@ export async function data(main: HTMLElement, rest: string[], signal: AbortSigna
     // A spoke mount knows the current version only; the hub keeps the others.
     children.push(section("Versions", note(`Version ${info.version ?? 0} is current; older versions are kept at the hub (${mount.hub}).`)));
   } else {
-    const v = await get<Versions>("/api/v1/versions/" + pathUrl(path));
-    children.push(section("Versions", table(["Version", "Size", "Chunks", "Sealed", "Id"],
-      v.versions.map((x) => [String(x.version) + (x.version === v.current ? " (current)" : ""), bytes(x.size), x.chunks,
-        time(x.mtime), h("code", {}, x.id.slice(0, 16) + "…")]))));
+    children.push(section("Versions", await versions(path, info)));
   }
   main.replaceChildren(...children);
 }

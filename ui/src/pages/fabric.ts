@@ -2,7 +2,7 @@
 // (GET /api/v1/spokes), this node, and the spokes that talk to it as a hub
 // (GET /api/v1/hub/spokes); each link labelled with its figures. A click
 // on a link or a spoke shows its details.
-import { ApiError, available, get } from "../api";
+import { get } from "../api";
 import { bytes, facts, h, note, percent, s, section, table, time } from "../dom";
 
 export interface Mount {
@@ -32,47 +32,25 @@ export interface SpokeList {
   spokes: Mount[];
 }
 
-type Loose = Record<string, unknown>;
-
-// The first of `keys` (dotted paths) that the object has: the hub's list
-// of spokes is read tolerantly, field names may still change.
-function pick(o: Loose, ...keys: string[]): unknown {
-  for (const k of keys) {
-    let v: unknown = o;
-    for (const part of k.split(".")) v = v && typeof v === "object" ? (v as Loose)[part] : undefined;
-    if (v !== undefined && v !== null) return v;
-  }
-  return undefined;
-}
-const num = (o: Loose, ...keys: string[]) => Number(pick(o, ...keys) ?? 0);
-const str = (o: Loose, ...keys: string[]) => String(pick(o, ...keys) ?? "");
-
+// A spoke that has talked to this node as its hub (GET /api/v1/hub/spokes).
 interface RemoteSpoke {
-  id: string;
+  user: string;
   region: string;
   address: string;
-  connected: boolean | undefined;
-  last: string;
+  feed_connected: boolean;
+  first_seen: string;
+  last_request: string;
   requests: number;
-  logical: number;
-  wire: number;
-  denials: number;
+  residency_denials: number;
+  sent_logical_bytes: number;
+  sent_wire_bytes: number;
 }
 
-function remoteSpoke(o: Loose): RemoteSpoke {
-  const connected = pick(o, "feed_connected", "feed.connected", "connected");
-  return {
-    id: str(o, "id", "user", "name"),
-    region: str(o, "region"),
-    address: str(o, "address", "client", "remote"),
-    connected: connected === undefined ? undefined : Boolean(connected),
-    last: str(o, "last_request", "last_seen", "last"),
-    requests: num(o, "requests"),
-    logical: num(o, "bytes_sent_logical", "sent_logical_bytes", "sent.logical", "bytes_sent.logical", "logical_bytes"),
-    wire: num(o, "bytes_sent_wire", "sent_wire_bytes", "sent.wire", "bytes_sent.wire", "wire_bytes"),
-    denials: num(o, "denials", "residency_denials"),
-  };
-}
+// The hub keeps one entry per user, region and peer host (the address's
+// port changes from request to request).
+const spokeId = (r: RemoteSpoke) => `${r.user}@${r.address.replace(/:\d+$/, "")}${r.region ? "/" + r.region : ""}`;
+const spokeHref = (r: RemoteSpoke) => "#/fabric/spoke/" + encodeURIComponent(spokeId(r));
+const feed = (r: RemoteSpoke) => (r.feed_connected ? "connected" : "not connected");
 
 export const hitRatio = (m: Mount) => percent(m.cache.hits, m.cache.hits + m.cache.misses);
 const saved = (m: Mount) => percent(m.transfer.compression_saved_bytes, m.transfer.chunk_logical_bytes);
@@ -82,18 +60,6 @@ function hubName(url: string): string {
     return new URL(url).host;
   } catch {
     return url;
-  }
-}
-
-async function remoteSpokes(): Promise<RemoteSpoke[] | null> {
-  if (!(await available("/api/v1/hub/spokes"))) return null;
-  try {
-    const doc = await get<Loose | Loose[]>("/api/v1/hub/spokes");
-    const list = Array.isArray(doc) ? doc : ((doc.spokes as Loose[] | undefined) ?? []);
-    return list.map(remoteSpoke);
-  } catch (e) {
-    if (e instanceof ApiError && e.missing) return null;
-    throw e;
   }
 }
 
@@ -159,13 +125,13 @@ function picture(region: string, mounts: Mount[], remotes: RemoteSpoke[], narrow
     parts.push(link(...out(at(hubColumn, i, hubs.length), 1), ...out(self, -1), label, "#/fabric/mount" + mount.local, mount.local));
   });
   remotes.forEach((r, i) => {
-    parts.push(link(...out(self, 1), ...out(at(remoteColumn, i, remotes.length), -1), [`${r.requests} requests`, `${bytes(r.logical)} sent`],
-      "#/fabric/spoke/" + encodeURIComponent(r.id), r.id));
+    parts.push(link(...out(self, 1), ...out(at(remoteColumn, i, remotes.length), -1),
+      [`${r.requests} requests`, `${bytes(r.sent_logical_bytes)} sent`], spokeHref(r), spokeId(r)));
   });
   hubs.forEach((u, i) => parts.push(node(...at(hubColumn, i, hubs.length), hubName(u), "hub", "hub")));
   parts.push(node(...self, "this node", region || "no region", "self"));
   remotes.forEach((r, i) =>
-    parts.push(node(...at(remoteColumn, i, remotes.length), r.id, r.region || "spoke", "spoke", "#/fabric/spoke/" + encodeURIComponent(r.id))));
+    parts.push(node(...at(remoteColumn, i, remotes.length), r.user, r.region || "no region", "spoke", spokeHref(r))));
   const [W, H] = narrow ? [across, along] : [along, across];
   return s("svg", { viewBox: `0 0 ${W} ${H}`, class: "fabric", role: "img", "aria-label": "hubs and spokes",
     style: `max-width: ${W}px` }, ...parts);
@@ -201,16 +167,18 @@ function mountDetails(m: Mount): HTMLElement {
 
 function remoteDetails(r: RemoteSpoke): HTMLElement {
   return section(
-    "Spoke " + r.id,
+    "Spoke " + spokeId(r),
     facts([
+      ["Hub user", r.user],
       ["Region", r.region || "–"],
-      ["Address", r.address || "–"],
-      ["Feed", r.connected === undefined ? "–" : r.connected ? "connected" : "disconnected"],
-      ["Last request", time(r.last)],
+      ["Address", r.address],
+      ["Feed", h("span", { class: r.feed_connected ? "badge ok" : "badge bad" }, feed(r))],
+      ["First seen", time(r.first_seen)],
+      ["Last request", time(r.last_request)],
       ["Requests", String(r.requests)],
-      ["Sent (logical)", bytes(r.logical)],
-      ["Sent (wire)", bytes(r.wire)],
-      ["Residency denials", String(r.denials)],
+      ["Sent (logical)", bytes(r.sent_logical_bytes)],
+      ["Sent (wire)", bytes(r.sent_wire_bytes)],
+      ["Residency denials", String(r.residency_denials)],
     ]),
   );
 }
@@ -219,26 +187,24 @@ export async function fabric(main: HTMLElement, rest: string[]): Promise<void> {
   const [info, list, remotes] = await Promise.all([
     get<{ region: string }>("/api/v1/info"),
     get<SpokeList>("/api/v1/spokes"),
-    remoteSpokes(),
+    get<{ spokes: RemoteSpoke[] }>("/api/v1/hub/spokes").then((r) => r.spokes),
   ]);
   const mounts = list.spokes;
   const children: (HTMLElement | SVGElement)[] = [h("h1", {}, "Fabric")];
   const narrow = main.clientWidth < 560;
-  children.push(section("Hubs and spokes", picture(info.region, mounts, remotes ?? [], narrow)));
-  if (remotes === null)
-    children.push(note("Spokes of this hub are not available on this server (its API has no /api/v1/hub/spokes)."));
+  children.push(section("Hubs and spokes", picture(info.region, mounts, remotes, narrow)));
   if (rest[0] === "mount") {
     const local = "/" + rest.slice(1).join("/");
     const m = mounts.find((x) => x.local === local);
     children.push(m ? mountDetails(m) : note("No spoke mount " + local, "error"));
   } else if (rest[0] === "spoke") {
-    const r = (remotes ?? []).find((x) => x.id === rest[1]);
+    const r = remotes.find((x) => spokeId(x) === rest[1]);
     children.push(r ? remoteDetails(r) : note("No spoke " + rest[1], "error"));
   }
   children.push(
     section(
       "Links",
-      mounts.length === 0 && (remotes ?? []).length === 0
+      mounts.length === 0 && remotes.length === 0
         ? note("This node mounts no hub directory, and no spoke has talked to it.")
         : table(
             ["Link", "State", "Lag", "Fetched", "Wire", "Saved", "Hit ratio"],
@@ -252,13 +218,13 @@ export async function fabric(main: HTMLElement, rest: string[]): Promise<void> {
                 saved(m),
                 hitRatio(m),
               ]),
-              ...(remotes ?? []).map((r) => [
-                h("a", { href: "#/fabric/spoke/" + encodeURIComponent(r.id) }, `this hub → ${r.id}`),
-                r.connected === undefined ? "–" : r.connected ? "connected" : "disconnected",
+              ...remotes.map((r) => [
+                h("a", { href: spokeHref(r), "data-spoke": spokeId(r) }, `this hub → ${r.user} (${r.region || "no region"})`),
+                feed(r),
                 "–",
-                bytes(r.logical),
-                bytes(r.wire),
-                percent(Math.max(0, r.logical - r.wire), r.logical),
+                bytes(r.sent_logical_bytes),
+                bytes(r.sent_wire_bytes),
+                percent(Math.max(0, r.sent_logical_bytes - r.sent_wire_bytes), r.sent_logical_bytes),
                 "–",
               ]),
             ],

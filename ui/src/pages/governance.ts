@@ -1,7 +1,7 @@
 // Residency rules (path prefix -> regions its data may go to): view, add
 // after a dry run that lists what the rule would block, remove; and the
 // hub's residency denials over time.
-import { ApiError, api, available, get, pathUrl } from "../api";
+import { api, get, pathUrl } from "../api";
 import { historyChart, rates } from "../chart";
 import { bytes, h, message, note, section, table } from "../dom";
 
@@ -12,22 +12,11 @@ interface Rule {
 }
 interface DryRun {
   rule: Rule;
-  blocked_spokes: { user?: string; region?: string }[];
+  blocked_spokes: { user: string; region: string; address: string }[];
   files: number;
   bytes: number;
   paths: string[];
-}
-
-const MISSING = "Residency rules are not available on this server (its API has no /api/v1/residency).";
-
-async function rules(): Promise<Rule[] | null> {
-  if (!(await available("/api/v1/residency"))) return null;
-  try {
-    return (await get<{ rules: Rule[] }>("/api/v1/residency")).rules;
-  } catch (e) {
-    if (e instanceof ApiError && e.missing) return null;
-    throw e;
-  }
+  complete: boolean; // false: the walk stopped early, there are more
 }
 
 function ruleForm(refresh: () => void): HTMLElement {
@@ -51,10 +40,11 @@ function ruleForm(refresh: () => void): HTMLElement {
     out.replaceChildren(note("Checking…"));
     try {
       const r = await api<DryRun>("POST", "/api/v1/residency", body(true));
-      const spokes = r.blocked_spokes.map((b) => `${b.user ?? "?"} (${b.region ?? "no region"})`);
+      const spokes = r.blocked_spokes.map((b) => `${b.user} (${b.region || "no region"}, ${b.address})`);
+      const more = r.complete ? "" : " at least";
       out.replaceChildren(
         h("div", { class: "dry-run" },
-          note(`This rule would keep ${r.files} files (${bytes(r.bytes)}) from ${spokes.length} spoke(s)` +
+          note(`This rule would keep${more} ${r.files} files (${bytes(r.bytes)}) from ${spokes.length} spoke(s)` +
             (spokes.length ? ": " + spokes.join(", ") : "") + ".", r.files || spokes.length ? "info" : "ok"),
           r.paths.length ? h("ul", { class: "paths" }, ...r.paths.slice(0, 50).map((p) => h("li", {}, h("code", {}, p)))) : null,
           r.paths.length > 50 ? h("p", { class: "muted" }, `and ${r.paths.length - 50} more`) : null));
@@ -82,7 +72,7 @@ function ruleForm(refresh: () => void): HTMLElement {
 
 export async function governance(main: HTMLElement, _rest: string[], signal: AbortSignal): Promise<void> {
   const [list, denials] = await Promise.all([
-    rules(),
+    get<{ rules: Rule[] }>("/api/v1/residency").then((r) => r.rules),
     historyChart("Residency denials", ["weft_hub_residency_denials_total"],
       (series) => rates(series, () => "denials"), (v) => v.toFixed(v < 10 ? 2 : 0) + "/s"),
   ]);
@@ -102,17 +92,15 @@ export async function governance(main: HTMLElement, _rest: string[], signal: Abo
     section(
       "Residency rules",
       h("p", { class: "muted" }, "A hub serves the data under a prefix only to spokes of the regions listed."),
-      list === null
-        ? note(MISSING)
-        : list.length === 0
-          ? note("No rules: every spoke may fetch everything.")
-          : table(["Prefix", "Regions", "Source", ""], list.map((r) => [
-              h("code", {}, r.prefix), r.regions.join(", "), r.source ?? "–",
-              r.source === "config"
-                ? h("span", { class: "muted" }, "set in the configuration")
-                : h("button", { onclick: remove(r), "data-remove": r.prefix }, "Remove"),
-            ]), { "data-table": "residency" }),
-      list === null ? null : ruleForm(refresh),
+      list.length === 0
+        ? note("No rules: every spoke may fetch everything.")
+        : table(["Prefix", "Regions", "Source", ""], list.map((r) => [
+            h("code", {}, r.prefix), r.regions.join(", "), r.source ?? "–",
+            r.source === "config"
+              ? h("span", { class: "muted" }, "set in the configuration")
+              : h("button", { onclick: remove(r), "data-remove": r.prefix }, "Remove"),
+          ]), { "data-table": "residency" }),
+      ruleForm(refresh),
     ),
     section("Denials over time", denials),
   );

@@ -37,14 +37,17 @@ const perSecond = (v: number) => bytes(v) + "/s";
 const byProtocol = (names: Record<string, string>) => (series: Series[]) =>
   rates(series, (x) => names[x.name] ?? null);
 
-export async function overview(main: HTMLElement): Promise<void> {
-  const [info, health, ready, spokes] = await Promise.all([
-    get<Info>("/api/v1/info"),
-    probe("/healthz"),
-    probe("/readyz"),
-    get<SpokeList>("/api/v1/spokes"),
-  ]);
+// The spoke mounts, for an administrator (the list is theirs only).
+function mountsFact(spokes: SpokeList | null): HTMLElement | string {
+  if (!spokes) return "–";
   const connected = spokes.spokes.filter((m) => m.state === "connected").length;
+  return h("a", { href: "#/fabric" },
+    spokes.spokes.length ? `${spokes.spokes.length} (${connected} connected to their hub)` : "none");
+}
+
+export async function overview(main: HTMLElement): Promise<void> {
+  const [info, health, ready] = await Promise.all([get<Info>("/api/v1/info"), probe("/healthz"), probe("/readyz")]);
+  const spokes = info.user.admin ? await get<SpokeList>("/api/v1/spokes") : null;
   const badge = (p: { ok: boolean; text: string }) => h("span", { class: p.ok ? "badge ok" : "badge bad" }, p.text);
   const [throughput, requests] = await Promise.all([
     historyChart("Throughput per protocol", Object.keys(BYTE_COUNTERS), byProtocol(BYTE_COUNTERS), perSecond),
@@ -64,8 +67,7 @@ export async function overview(main: HTMLElement): Promise<void> {
           ["Started", time(info.started)],
           ["Up", duration(info.uptime_seconds)],
           ["Signed in as", info.user.name + (info.user.admin ? " (administrator)" : "")],
-          ["Spoke mounts", h("a", { href: "#/fabric" },
-            spokes.spokes.length ? `${spokes.spokes.length} (${connected} connected to their hub)` : "none")],
+          ["Spoke mounts", mountsFact(spokes)],
           ["Live", badge(health)],
           ["Ready", badge(ready)],
         ]),
