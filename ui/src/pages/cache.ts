@@ -3,7 +3,7 @@
 import { ApiError, get } from "../api";
 import { historyChart, rate, rates, ratio, type Line, type Series } from "../chart";
 import { bytes, facts, h, note, percent, section, table } from "../dom";
-import { dataHref } from "./data";
+import { dataHref, type Pin } from "./data";
 
 interface Tier {
   bytes: number;
@@ -14,14 +14,6 @@ interface Tier {
   refused: number;
   evictions: number;
   pinned_bytes: number;
-}
-interface Pin {
-  path: string;
-  files: number;
-  chunks: number;
-  cached_chunks: number;
-  cached_bytes: number;
-  pending: boolean;
 }
 interface Cache {
   ram: Tier;

@@ -23,7 +23,8 @@ interface Versions {
   current: number;
   versions: { version: number; size: number; mtime: string; chunks: number; id: string }[];
 }
-interface Pin {
+// A pin as GET /api/v1/cache/pins lists it (the cache page shows them too).
+export interface Pin {
   path: string;
   files: number;
   chunks: number;
