@@ -302,17 +302,30 @@ async function reader(browser) {
     await main(page, "data").getByRole("heading", { name: "Versions" }).waitFor({ timeout: TIMEOUT });
     await main(page, "data").getByText("Pin and evict are for administrators.").waitFor();
   });
-  const adminOnly = { governance: "residency", access: "users" }; // what each page is refused
-  for (const [name, call] of Object.entries(adminOnly)) {
-    await step("reader-" + name + "-forbidden", page, async () => {
-      expected = { status: 403, path: new RegExp(`^/api/v1/${call}$`) };
-      await open(page, READER, name);
-      await loaded(page, name);
-      const said = await main(page, name).locator("[data-forbidden]").textContent({ timeout: TIMEOUT });
-      if (!said.startsWith("Forbidden")) throw new Error("the refusal reads " + said);
-      expected = null;
-    });
-  }
+  await step("reader-governance-forbidden", page, async () => {
+    expected = { status: 403, path: /^\/api\/v1\/residency$/ };
+    await open(page, READER, "governance");
+    await loaded(page, "governance");
+    const said = await main(page, "governance").locator("[data-forbidden]").textContent({ timeout: TIMEOUT });
+    if (!said.startsWith("Forbidden")) throw new Error("the refusal reads " + said);
+    expected = null;
+  });
+  // The access page shows a reader their own tokens (this session's among
+  // them), makes a new one, and no users or audit log.
+  await step("reader-access-own-tokens", page, async () => {
+    await open(page, READER, "access");
+    await loaded(page, "access");
+    const access = main(page, "access");
+    await access.getByText("Users and the audit log are for administrators").waitFor({ timeout: TIMEOUT });
+    await access.locator('[data-table="tokens"]').getByText("console (this session)").waitFor();
+    await access.locator('[data-form="token"] input[name="token-name"]').fill("notebook");
+    await access.locator('[data-form="token"] button[type="submit"]').click();
+    await access.getByText(/New token .*: weft_/).waitFor({ timeout: TIMEOUT });
+    const users = new Set(await access.locator('[data-table="tokens"] tbody tr td:nth-child(2)').allTextContents());
+    if (users.size !== 1 || !users.has(READER.user)) throw new Error("tokens of others shown: " + [...users]);
+    if (await access.locator('[data-table="users"], [data-table="audit"]').count()) throw new Error("administration shown");
+    await access.locator('[data-table="tokens"]').getByText("notebook").waitFor();
+  });
   // At the spoke a reader does not see the mounts, so the console asks for
   // a mounted file's versions, which a spoke does not keep (400).
   await step("reader-spoke-file", page, async () => {

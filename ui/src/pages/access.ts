@@ -1,6 +1,7 @@
 // Users, their S3 keys, API tokens, and the audit log searched by user,
-// path, protocol and time.
-import { api, get, query, session } from "../api";
+// path, protocol and time. A user who is not an administrator sees and
+// makes tokens of their own only.
+import { api, get, isAdmin, query, session } from "../api";
 import { bytes, h, message, note, section, table, time } from "../dom";
 
 interface User {
@@ -76,14 +77,29 @@ function usersSection(users: User[], redraw: () => void): HTMLElement {
   );
 }
 
-function tokensSection(tokens: Token[], redraw: () => void): HTMLElement {
+// `notice`: what the last action has to say (a new token's secret).
+function tokensSection(tokens: Token[], redraw: (notice?: HTMLElement) => void, notice?: HTMLElement): HTMLElement {
   const out = h("div", { class: "out" });
+  if (notice) out.append(notice);
+  const name = h("input", { name: "token-name", required: true, autocomplete: "off" });
+  const form = h("form", { class: "inline", "data-form": "token" },
+    h("label", {}, "Name", name), h("button", { type: "submit" }, "New token"));
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try {
+      const t = await api<{ id: string; secret: string }>("POST", "/api/v1/tokens", { user: session()?.user, name: name.value });
+      redraw(note(`New token ${t.id}: ${t.secret} (the secret is shown only now).`, "ok"));
+    } catch (e) {
+      out.replaceChildren(note(message(e), "error"));
+    }
+  });
   return section(
     "API tokens",
     table(["Id", "User", "Name", "Created", ""], tokens.map((t) => [
       h("code", {}, t.id), t.user, t.name + (t.id === session()?.tokenId ? " (this session)" : ""), time(t.created),
       h("button", { onclick: act(out, () => api("DELETE", "/api/v1/tokens/" + encodeURIComponent(t.id)), redraw) }, "Revoke"),
-    ])),
+    ]), { "data-table": "tokens" }),
+    form,
     out,
   );
 }
@@ -125,13 +141,17 @@ function auditSection(): HTMLElement {
   return section("Audit log", form, results);
 }
 
-export async function access(main: HTMLElement, _rest: string[], signal: AbortSignal): Promise<void> {
+export async function access(main: HTMLElement, rest: string[], signal: AbortSignal, notice?: HTMLElement): Promise<void> {
+  const admin = await isAdmin();
   const [users, tokens] = await Promise.all([
-    get<{ users: User[] }>("/api/v1/users"),
+    admin ? get<{ users: User[] }>("/api/v1/users") : null,
     get<{ tokens: Token[] }>("/api/v1/tokens"),
   ]);
-  const redraw = () => {
-    if (!signal.aborted) access(main, _rest, signal).catch((e) => main.append(note(message(e), "error")));
+  const redraw = (next?: HTMLElement) => {
+    if (!signal.aborted) access(main, rest, signal, next).catch((e) => main.append(note(message(e), "error")));
   };
-  main.replaceChildren(h("h1", {}, "Access"), usersSection(users.users, redraw), tokensSection(tokens.tokens, redraw), auditSection());
+  const tokensPart = tokensSection(tokens.tokens, redraw, notice);
+  main.replaceChildren(h("h1", {}, "Access"), ...(users
+    ? [usersSection(users.users, redraw), tokensPart, auditSection()]
+    : [note("Users and the audit log are for administrators; these are your own tokens."), tokensPart]));
 }
