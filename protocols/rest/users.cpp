@@ -207,7 +207,7 @@ Reply tokens_list(Service& s, Call& c) {
   nlohmann::json list = nlohmann::json::array();
   // Users see their own tokens, administrators every one.
   for (const auto& t : *tokens)
-    if (c.ctx.principal.admin || t.user == c.ctx.principal.user) list.push_back(token_json(t));
+    if (c.is_admin() || t.user == c.user->name) list.push_back(token_json(t));
   nlohmann::json out;
   out["tokens"] = std::move(list);
   co_await c.send_json(200, out);
