@@ -103,7 +103,7 @@ class HttpStore:
             key = _hmac(("AWS4" + self._secret).encode(), now[:8])
             for part in (self._region, "s3", "aws4_request"):
                 key = _hmac(key, part)
-            pairs.append(("X-Amz-Signature", hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()))
+            pairs.append(("X-Amz-Signature", _hmac(key, to_sign).hex()))
         return path + ("?" + "&".join("%s=%s" % p for p in pairs) if pairs else "")
 
     def _connection(self):
