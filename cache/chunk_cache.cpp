@@ -436,7 +436,7 @@ ChunkCache::Evicted ChunkCache::evict(const std::vector<Digest>& digests) {
   return out;
 }
 
-ChunkCache::Evicted ChunkCache::evict_all() {
+std::vector<Digest> ChunkCache::digests() const {
   std::vector<Digest> all = ssd_ ? ssd_->digests() : std::vector<Digest>{};
   {
     std::lock_guard lock(mu_);
@@ -444,7 +444,24 @@ ChunkCache::Evicted ChunkCache::evict_all() {
   }
   std::sort(all.begin(), all.end());
   all.erase(std::unique(all.begin(), all.end()), all.end());
-  return evict(all);
+  return all;
+}
+
+ChunkCache::Evicted ChunkCache::evict_all() { return evict(digests()); }
+
+ChunkCache::HeldCount ChunkCache::count_held(const std::vector<Digest>& names) const {
+  HeldCount out;
+  for (const Digest& name : names) {
+    Digest content;
+    {
+      std::lock_guard lock(mu_);
+      content = resolve(name);
+    }
+    const std::uint64_t bytes = held_bytes(content);
+    out.chunks += bytes > 0;
+    out.bytes += bytes;
+  }
+  return out;
 }
 
 ChunkCacheStats ChunkCache::stats() const {

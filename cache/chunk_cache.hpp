@@ -162,6 +162,13 @@ class ChunkCache {
   };
   Evicted evict(const std::vector<Digest>& digests);
   Evicted evict_all();
+  // The content either tier holds, each digest once, in digest order.
+  std::vector<Digest> digests() const;
+  // Of `digests` (chunks or names), those a tier holds and their bytes.
+  struct HeldCount {
+    std::uint64_t chunks = 0, bytes = 0;
+  };
+  HeldCount count_held(const std::vector<Digest>& digests) const;
 
   ChunkCacheStats stats() const;
 
