@@ -540,12 +540,14 @@ void apply_spokes(Config& c, const json& list) {
 }
 
 void apply_spoke_cache(Config& c, const json& object) {
-  members("spoke_cache", object, {"ram_bytes", "ssd_bytes"},
+  members("spoke_cache", object, {"ram_bytes", "ssd_bytes", "report_interval_s"},
           [&](std::string_view name, const std::string& key, const json& v) {
             if (name == "ram_bytes")
               c.spoke_cache.ram_bytes = integer_of(key, v, 0, std::uint64_t{1} << 50);
-            else
+            else if (name == "ssd_bytes")
               c.spoke_cache.ssd_bytes = integer_of(key, v, 0, std::uint64_t{1} << 56);
+            else
+              c.spoke_cache.report_interval = std::chrono::seconds(integer_of(key, v, 1, 86400));
           });
 }
 

@@ -481,6 +481,17 @@ asio::awaitable<Result<std::vector<bool>>> Client::missing(std::vector<wire::Dig
   co_return out;
 }
 
+asio::awaitable<Result<std::uint64_t>> Client::report_cache(std::string summary) {
+  const std::string call_target = impl_->target("cached", "");
+  // Idempotent: a summary sent twice says the same.
+  auto j = co_await impl_->json_call(bhttp::verb::put, call_target, summary, kOctets, true);
+  if (!j) co_return j.error();
+  const auto chunks = j->value.find("chunks");
+  if (chunks == j->value.end() || !chunks->is_number_unsigned())
+    co_return failure(Error::Kind::protocol, "bad cached answer from the hub: no chunks");
+  co_return chunks->get<std::uint64_t>();
+}
+
 asio::awaitable<Result<Attr>> Client::commit(std::string path, std::uint64_t base_ino, std::uint64_t base_version,
                                              std::uint32_t mode, const std::vector<CommitChunk>& chunks) {
   std::string body;

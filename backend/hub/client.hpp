@@ -88,6 +88,8 @@ class Client final : public Remote {
   boost::asio::awaitable<Result<Attr>> setattr(std::string path, SetAttrs changes) override;
   // The link's content, with its attributes.
   boost::asio::awaitable<Result<std::pair<std::string, Attr>>> readlink(std::string path) override;
+  // POST cached.
+  boost::asio::awaitable<Result<std::uint64_t>> report_cache(std::string summary) override;
 
   // The hub's change feed (feed.hpp), with this client's URL and credentials.
   Result<std::shared_ptr<ChangeFeed>> subscribe(boost::asio::any_io_executor executor, std::uint64_t after,

@@ -175,6 +175,14 @@ class Remote {
   // The link's content, with its attributes.
   virtual boost::asio::awaitable<Result<std::pair<std::string, Attr>>> readlink(std::string path) = 0;
 
+  // Tells the remote what this spoke's chunk cache holds (a
+  // wire::CacheSummary, encoded) so that its operator sees which spokes
+  // cache a path. A source that is not a weft hub has no such view: the
+  // default sends nothing. Returns the chunks the remote took in.
+  virtual boost::asio::awaitable<Result<std::uint64_t>> report_cache(std::string summary) {
+    co_return std::uint64_t{0};
+  }
+
   // Reports the changes after position `after` (from last_change()) on
   // `executor`. Errors: the remote's address cannot be used.
   virtual Result<std::shared_ptr<ChangeFeed>> subscribe(boost::asio::any_io_executor executor, std::uint64_t after,

@@ -72,6 +72,13 @@ void SpokesSeen::feed_closed(const Visit& v) {
   if (s.feeds > 0) --s.feeds;
 }
 
+void SpokesSeen::cache_reported(const Visit& v, std::shared_ptr<const hub::wire::CacheSummary> cache) {
+  std::lock_guard lock(mutex_);
+  SpokeSeen& s = find_or_add(v);
+  s.cache = std::move(cache);
+  s.cache_reported_ns = s.last_seen_ns;
+}
+
 std::vector<SpokeSeen> SpokesSeen::list() const {
   std::lock_guard lock(mutex_);
   std::vector<SpokeSeen> out = spokes_;

@@ -142,6 +142,9 @@ struct SpokeExpertStats {
 struct SpokeCacheOptions {
   std::uint64_t ram_bytes = 0;  // 0: a quarter of the memory the process may use
   std::uint64_t ssd_bytes = 8ull << 30;
+  // How often, at most, each hub is told what the cache holds (after a
+  // change, and once its mount connects): hub PUT cached.
+  std::chrono::milliseconds report_interval{std::chrono::seconds(30)};
 };
 
 // A recording of a spoke mount's chunk reads (Namespace::start_spoke_trace).
@@ -222,6 +225,14 @@ struct CachePin {
   // files and chunks recorded when it last held (the figures above), the
   // versions current then not known yet.
   bool pending = false;
+};
+
+// What the chunk cache holds of the files at or below a path
+// (Namespace::held_cached).
+struct CacheHeld {
+  std::uint64_t files = 0;
+  std::uint64_t chunks = 0, bytes = 0;                // of their current versions, each chunk once
+  std::uint64_t cached_chunks = 0, cached_bytes = 0;  // of them, held by a tier now
 };
 
 // What Namespace::evict_cached dropped.
@@ -426,6 +437,9 @@ class Namespace {
   // Drops the chunks of the files at or below `ino` (nullopt: every chunk)
   // from both tiers of the cache, except pinned ones.
   Task<CacheEvicted> evict_cached(const OpContext& ctx, std::optional<Ino> ino);
+  // How much of the files at or below `ino` the cache holds (their
+  // manifests asked of the hub as for a pin; nothing is fetched).
+  Task<CacheHeld> held_cached(const OpContext& ctx, Ino ino);
   // Starts recording the chunk reads of spoke mount `local` ("/datasets")
   // to DATA_DIR/traces/NAME.trc in the binary trace format of
   // cache/learn/trace.hpp (`weft cache replay --trace FILE` replays it):

@@ -373,6 +373,8 @@ Status Spokes::start(asio::any_io_executor executor, const std::vector<SpokeMoun
       started.push_back(std::move(*m));
     }
   }
+  st.report_wake.emplace(executor, 1);
+  asio::co_spawn(executor, report_cache(state_), asio::detached);
   const auto deadline = std::chrono::steady_clock::now() + kConnectWait;
   for (auto& m : started) {
     for (;;) {
@@ -483,6 +485,7 @@ Result<std::shared_ptr<Spokes::Mount>> Spokes::prepare(const SpokeMount& spec) {
 
 void Spokes::stop() {
   if (state_->stopped.exchange(true)) return;
+  if (state_->report_wake) state_->report_wake->try_send(boost::system::error_code{});
   for (auto& m : state_->all()) stop_mount(*m);
 }
 

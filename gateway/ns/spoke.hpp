@@ -83,6 +83,7 @@ class Spokes {
   Status unpin(std::string_view path);
   std::vector<CachePin> pins() const;
   Task<CacheEvicted> evict(const OpContext& ctx, std::optional<Ino> ino);
+  Task<CacheHeld> held(const OpContext& ctx, Ino ino);
   // Recording a mount's reads (as Namespace's start_spoke_trace and
   // stop_spoke_trace; `file` must not exist).
   Result<SpokeTrace> start_trace(std::string_view local, const std::filesystem::path& file);
@@ -142,8 +143,9 @@ class Spokes {
   struct State;
   // The distinct chunks of some files (a pin's), and how many files.
   struct FileChunks {
-    std::vector<cache::Digest> digests;
+    std::vector<cache::Digest> digests;  // sorted, each once
     std::uint64_t files = 0;
+    std::uint64_t bytes = 0;  // of `digests`
   };
 
  private:

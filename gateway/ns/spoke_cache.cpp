@@ -7,9 +7,15 @@
 // record pins its chunks again at once (so that no other mount's reads
 // evict them while this one's hub is out of reach) and is a pending pin,
 // resolved again (its chunks, at the versions current then) when its mount
-// reaches the hub; one that fails stays pending until the next connection. A recording is a TraceRecorder the mount's reads hand to the
-// cache (spoke_read.cpp).
+// reaches the hub; one that fails stays pending until the next connection.
+// A recording is a TraceRecorder the mount's reads hand to the cache
+// (spoke_read.cpp). And what the cache holds, as the hubs are told it.
 #include "gateway/ns/spoke_internal.hpp"
+
+#include "gateway/hub_wire/cache_summary.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -64,17 +70,23 @@ Task<Spokes::FileChunks> Spokes::chunks_below(const OpContext& ctx, Ino root) {
       if (page->eof || page->entries.empty()) break;
     }
   }
+  std::vector<std::pair<cache::Digest, std::uint32_t>> chunks;
   for (const Ino ino : files) {
     auto h = co_await open(ctx, ino, OpenFlags{});
     if (!h) co_return h.error();
     if (auto of = open_file(*h)) {
-      for (const auto& c : of->manifest->chunks) out.digests.push_back(c.digest);
+      for (const auto& c : of->manifest->chunks) chunks.emplace_back(c.digest, c.length);
       out.files++;
     }
     co_await release(ctx, *h);
   }
-  std::sort(out.digests.begin(), out.digests.end());
-  out.digests.erase(std::unique(out.digests.begin(), out.digests.end()), out.digests.end());
+  std::sort(chunks.begin(), chunks.end());
+  chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
+  out.digests.reserve(chunks.size());
+  for (const auto& [digest, length] : chunks) {
+    out.digests.push_back(digest);
+    out.bytes += length;
+  }
   co_return out;
 }
 
@@ -268,6 +280,72 @@ Task<CacheEvicted> Spokes::evict(const OpContext& ctx, std::optional<Ino> ino) {
   co_return out;
 }
 
+namespace spoke_detail {
+
+// Every report_interval: for each hub mount (a connector's source has no
+// hub to tell) whose hub was not yet told of the cache as it is now, or
+// not since the mount last connected, one summary of the whole cache (it is
+// shared by every mount; a hub learns only whether the digests it asks
+// about are held). A mount's hub is its URL and user: the hub knows a spoke
+// by both. A failed report is tried again at the next tick.
+asio::awaitable<void> report_cache(std::shared_ptr<State> st) {
+  // The cache as it is now: it changed if any of these did.
+  using Generation = std::array<std::uint64_t, 5>;
+  const auto generation = [](const cache::ChunkCacheStats& c) {
+    return Generation{c.ram_chunks, c.ssd_chunks, c.fetches, c.evictions, c.ram_evictions + c.ram_refused};
+  };
+  std::map<std::pair<std::string, std::string>, std::pair<Generation, std::int64_t>> told;
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (!st->stopped) {
+    using namespace asio::experimental::awaitable_operators;
+    timer.expires_after(st->cache_options.report_interval);
+    auto wait = timer.async_wait(asio::as_tuple(asio::use_awaitable)) ||
+                st->report_wake->async_receive(asio::as_tuple(asio::use_awaitable));
+    co_await std::move(wait);
+    if (st->stopped || !st->cache_open.load(std::memory_order_acquire)) continue;
+    const Generation now = generation(st->chunks->stats());
+    std::optional<std::string> summary;
+    for (const auto& m : st->all()) {
+      if (m->spec.connector) continue;
+      std::int64_t since = 0;
+      {
+        std::lock_guard lock(m->mu);
+        if (m->stopped || !m->connected()) continue;
+        since = m->state_since_ns;
+      }
+      const auto hub = std::pair{m->spec.hub_url, m->spec.user};
+      const auto state = std::pair{now, since};
+      if (auto it = told.find(hub); it != told.end() && it->second == state) continue;
+      if (!summary) summary = wire::CacheSummary::of(st->chunks->digests()).encode();
+      auto op = m->client->report_cache(*summary);
+      auto sent = co_await std::move(op);
+      if (sent)
+        told[hub] = state;
+      else
+        spdlog::debug("spoke {}: cannot tell the hub what the cache holds: {}", m->name, sent.error().message);
+    }
+  }
+}
+
+}  // namespace spoke_detail
+
+Task<CacheHeld> Spokes::held(const OpContext& ctx, Ino ino) {
+  if (!serves(ino)) co_return Errc::invalid;
+  auto below = co_await chunks_below(ctx, ino);
+  if (!below) co_return below.error();
+  State& st = *state_;
+  CacheHeld out;
+  out.files = below->files;
+  out.chunks = below->digests.size();
+  out.bytes = below->bytes;
+  if (st.cache_open.load(std::memory_order_acquire)) {
+    const auto held = st.chunks->count_held(below->digests);
+    out.cached_chunks = held.chunks;
+    out.cached_bytes = held.bytes;
+  }
+  co_return out;
+}
+
 namespace {
 
 std::shared_ptr<Mount> mount_named(const State& st, std::string_view local) {
@@ -375,6 +453,14 @@ Task<CacheEvicted> Namespace::evict_cached(const OpContext& ctx, std::optional<I
   if (!ctx.principal.admin) co_return Errc::perm;
   if (!impl_->spokes || impl_->closed) co_return Errc::unavailable;
   auto op = impl_->spokes->evict(ctx, ino);
+  co_return co_await std::move(op);
+}
+
+Task<CacheHeld> Namespace::held_cached(const OpContext& ctx, Ino ino) {
+  if (auto s = impl_->check_ctx(ctx, std::chrono::steady_clock::now()); !s) co_return s.error();
+  if (!ctx.principal.admin) co_return Errc::perm;
+  if (!impl_->spokes || impl_->closed) co_return Errc::unavailable;
+  auto op = impl_->spokes->held(ctx, ino);
   co_return co_await std::move(op);
 }
 

@@ -283,6 +283,8 @@ struct Spokes::State {
   std::map<std::string, PinTarget, std::less<>> pending_pins;      // guarded by pins_mu
   // Called by a mount's feed each time it connects (set by start()).
   std::function<void(const std::shared_ptr<Mount>&)> on_connected;
+  // Wakes the cache reporter (report_cache) early: stop() (made by start()).
+  std::optional<asio::experimental::concurrent_channel<void(boost::system::error_code)>> report_wake;
   mutable std::mutex mounts_mu;
   std::vector<std::shared_ptr<Mount>> mounts;  // guarded by mounts_mu, in mount point order
   // The mount points of `mounts` (0: a free slot), read without a lock by
@@ -365,6 +367,9 @@ void stop_mount(Mount& m);
 // Opens the chunk cache all mounts share unless open (DATA_DIR/spoke-cache)
 // and registers its metrics. With State::change_mu held.
 Status open_cache(const std::shared_ptr<State>& st, const std::filesystem::path& data_dir);
+// Tells the hubs of the mounts what the chunk cache holds (hub PUT
+// cached), until the spokes stop (spoke_cache.cpp).
+asio::awaitable<void> report_cache(std::shared_ptr<State> st);
 // Who reads, as a trace names the client: the user and the address it
 // reads from (without the port: one job's connections are one client).
 inline std::string trace_client(const OpContext& ctx) {

@@ -1,7 +1,8 @@
 // Data calls: which chunks the hub lacks, batched chunk reads of one
 // version, and commits that stream a new version as chunk frames (bytes
 // for chunks the hub lacks, references for those it holds) and seal it
-// with compare-and-swap on the version the spoke started from.
+// with compare-and-swap on the version the spoke started from; and what a
+// spoke's cache holds, as it reports it.
 #include "protocols/hub/hub.hpp"
 
 #include "gateway/metrics/metrics.hpp"
@@ -306,6 +307,20 @@ Reply commit(Request& r) {
   }
   r.hub.logical_in->inc(offset);
   const nlohmann::json out = attr_reply(*committed, ns.last_change());
+  co_await r.c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+// The spoke's summary of its chunk cache, kept for the operator's view.
+Reply cached(Request& r) {
+  auto body = co_await read_body(r, wire::kMaxCacheSummary);
+  if (!body) co_return body.error();
+  auto summary = wire::CacheSummary::decode(*body);
+  if (!summary) co_return rest::bad_request("the body is not a cache summary (backend/hub/PROTOCOL.md, PUT cached)");
+  const std::uint64_t chunks = summary->chunks();
+  r.hub.spokes_seen.cache_reported({r.c.user->name, r.region, r.c.head.remote},
+                                   std::make_shared<const wire::CacheSummary>(std::move(*summary)));
+  const nlohmann::json out{{"chunks", chunks}};
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }

@@ -5,6 +5,7 @@
 
 #include "gateway/governance/policy.hpp"
 #include "gateway/governance/spokes_seen.hpp"
+#include "gateway/hub_wire/cache_summary.hpp"
 #include "gateway/hub_wire/wire.hpp"
 #include "protocols/rest/api.hpp"
 #include "protocols/rest/places.hpp"
@@ -92,6 +93,7 @@ Reply have(Request& r);
 Reply chunks(Request& r);
 Reply dir_chunks(Request& r);
 Reply commit(Request& r);
+Reply cached(Request& r);
 // feed.cpp
 Reply feed(Request& r);
 

@@ -41,6 +41,7 @@ constexpr Route kRoutes[] = {
     {"POST", "chunks", chunks},
     {"POST", "dir_chunks", dir_chunks},
     {"POST", "commit", commit},
+    {"PUT", "cached", cached},
     // The change feed (feed.cpp)
     {"GET", "feed", feed},
 };

@@ -1,6 +1,6 @@
 // The spoke chunk cache's figures and operator controls: pins (a pin also
-// starts a warm job, so that what it protects gets cached) and evict, by
-// path; recording a mount's reads to a trace file.
+// starts a warm job, so that what it protects gets cached), evict and what
+// it holds, by path; recording a mount's reads to a trace file.
 // Administrators only; the namespace decides and these handlers translate.
 #include "protocols/rest/handlers.hpp"
 #include "protocols/rest/jobs.hpp"
@@ -114,6 +114,28 @@ Reply cache_evict(Service& s, Call& c) {
   out["chunks"] = evicted->chunks;
   out["bytes"] = evicted->bytes;
   out["pinned"] = evicted->pinned;
+  co_await c.send_json(200, out);
+  co_return std::nullopt;
+}
+
+Reply cache_held(Service& s, Call& c) {
+  auto place = co_await locate(s.ns, c.ctx, c.path);
+  if (!place) co_return place.error();
+  c.audit_path = place->display;
+  auto attr = co_await stat_place(s.ns, c.ctx, *place);
+  if (!attr) co_return attr.error();
+  auto held = co_await s.ns.held_cached(c.ctx, attr->ino);
+  if (!held) {
+    if (ns::errc_of(held.error()) == ns::Errc::invalid) co_return not_a_spoke(place->display);
+    co_return from_ns(held.error(), place->display);
+  }
+  nlohmann::json out;
+  out["path"] = place->display;
+  out["files"] = held->files;
+  out["chunks"] = held->chunks;
+  out["bytes"] = held->bytes;
+  out["cached_chunks"] = held->cached_chunks;
+  out["cached_bytes"] = held->cached_bytes;
   co_await c.send_json(200, out);
   co_return std::nullopt;
 }

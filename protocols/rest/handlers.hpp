@@ -68,6 +68,7 @@ Reply cache_pins_list(Service& s, Call& c);
 Reply cache_pin(Service& s, Call& c);
 Reply cache_unpin(Service& s, Call& c);
 Reply cache_evict(Service& s, Call& c);
+Reply cache_held(Service& s, Call& c);
 Reply cache_trace_start(Service& s, Call& c);
 Reply cache_trace_stop(Service& s, Call& c);
 

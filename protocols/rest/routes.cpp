@@ -59,13 +59,14 @@ constexpr std::array kRoutes{
     Route{"GET", "/api/v1/residency", "residency.list", kAdmin, "", residency_list},
     Route{"POST", "/api/v1/residency", "residency.add", kAdmin, "", residency_add},
     Route{"DELETE", "/api/v1/residency/{path}", "residency.remove", kAdmin, "", residency_remove},
-    Route{"GET", "/api/v1/hub/spokes", "hub.spokes", kAdmin, "", hub_spokes_list},
+    Route{"GET", "/api/v1/hub/spokes", "hub.spokes", kAdmin, "path", hub_spokes_list},
 
     Route{"GET", "/api/v1/cache", "cache.stats", kAdmin, "", cache_stats},
     Route{"GET", "/api/v1/cache/pins", "cache.pins.list", kAdmin, "", cache_pins_list},
     Route{"POST", "/api/v1/cache/pins", "cache.pins.add", kAdmin, "", cache_pin},
     Route{"DELETE", "/api/v1/cache/pins/{path}", "cache.pins.remove", kAdmin, "", cache_unpin},
     Route{"POST", "/api/v1/cache/evict", "cache.evict", kAdmin, "", cache_evict},
+    Route{"GET", "/api/v1/cache/held/{path}", "cache.held", kAdmin, "", cache_held},
     Route{"POST", "/api/v1/cache/traces", "cache.traces.start", kAdmin, "", cache_trace_start},
     Route{"DELETE", "/api/v1/cache/traces/{path}", "cache.traces.stop", kAdmin, "", cache_trace_stop},
 

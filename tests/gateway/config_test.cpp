@@ -377,11 +377,14 @@ TEST_CASE("metrics history settings") {
   CHECK(error_of(R"({"metrics_history": {"keep": 1}})").starts_with("config: metrics_history.keep: unknown key"));
 }
 
-TEST_CASE("spoke chunk cache budgets") {
-  auto c = parse(R"({"spoke_cache": {"ram_bytes": 1073741824, "ssd_bytes": 0}})");
+TEST_CASE("spoke chunk cache budgets and reports") {
+  auto c = parse(R"({"spoke_cache": {"ram_bytes": 1073741824, "ssd_bytes": 0, "report_interval_s": 2}})");
   REQUIRE(c.has_value());
   CHECK(c->spoke_cache.ram_bytes == 1073741824);
   CHECK(c->spoke_cache.ssd_bytes == 0);
+  CHECK(c->spoke_cache.report_interval == std::chrono::seconds(2));
+  CHECK(error_of(R"({"spoke_cache": {"report_interval_s": 0}})") ==
+        "config: spoke_cache.report_interval_s: must be between 1 and 86400, got 0");
   CHECK(error_of(R"({"spoke_cache": {"ram_bytes": -1}})") ==
         "config: spoke_cache.ram_bytes: expected a non-negative integer, got a negative integer");
   CHECK(error_of(R"({"spoke_cache": {"ssd": 1}})")

@@ -150,6 +150,15 @@ async function desktop(browser) {
     if (!text.includes("2/2 files")) throw new Error("the finished job shows " + text);
   });
 
+  // What the spoke's cache holds of the warmed directory: all of it.
+  await step("desktop-data-cached-here", spoke, async () => {
+    await open(spoke, SPOKE, "data/data/datasets/train");
+    const held = main(spoke, "data").locator('[data-cached-here*="/"]');
+    await held.waitFor({ timeout: TIMEOUT });
+    const [cached, chunks] = (await held.getAttribute("data-cached-here")).split("/");
+    if (cached !== chunks || Number(chunks) === 0) throw new Error("the spoke caches " + await held.textContent());
+  });
+
   await step("desktop-data-pin-evict", spoke, async () => {
     const d = main(spoke, "data");
     await d.locator('[data-action="pin"]').click();
@@ -244,6 +253,21 @@ async function desktop(browser) {
     await d.getByRole("heading", { name: "Versions" }).waitFor({ timeout: TIMEOUT });
     await d.getByText("1 (current)").waitFor();
     await d.getByText("not on a spoke mount").waitFor();
+  });
+
+  await step("desktop-hub-data-cached-by-spokes", hub, async () => {
+    // The hub's view of which spokes cache the directory the spoke warmed
+    // and pinned, from the summaries the spoke sends (every second).
+    const deadline = Date.now() + TIMEOUT;
+    for (;;) {
+      await open(hub, HUB, "data/data/datasets/train");
+      const row = main(hub, "data").locator("[data-spokes-of-path] tr", { hasText: "us-east-1" });
+      await row.waitFor({ timeout: TIMEOUT });
+      const [cached, chunks] = (await row.locator("[data-cached]").getAttribute("data-cached")).split("/");
+      if (cached === chunks && Number(chunks) > 0) break;
+      if (Date.now() > deadline) throw new Error("the hub shows " + await row.textContent());
+      await hub.waitForTimeout(500);
+    }
   });
 
   await step("desktop-hub-fabric", hub, async () => {

@@ -60,8 +60,9 @@ def main():
         hub_put(hub, "data/datasets/README.txt", b"training data\n")
         hub_put(hub, "data/datasets/eu-only/secret.bin", os.urandom(64 << 10))
         link = hub.emulator("--rtt-ms", "5")
+        # The spoke tells the hub what its cache holds every second (after a change).
         spoke = Spoke(args.weft, hub, "http://" + link.address, protocols=("rest", "s3"), region="us-east-1",
-                      config=history)
+                      config=history, spoke_cache={"report_interval_s": 1})
         s3 = spoke.s3()
         # Written over S3 at the spoke: through to the hub, seen at both.
         s3.put_object(Bucket="datasets", Key="train/shard-000.bin", Body=os.urandom(3 << 20))

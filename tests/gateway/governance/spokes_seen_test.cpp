@@ -28,3 +28,23 @@ TEST_CASE("spokes seen: one entry per user, region and host; feeds counted; boun
   seen.feed_closed({"bob", "us-east-1", "[::1]:7001"});
   CHECK(seen.list()[0].feeds == 0);
 }
+
+TEST_CASE("spokes seen: a spoke's cache summary replaces the one before") {
+  SpokesSeen seen;
+  const weft::hub::wire::Digest a{1}, b{2};
+  seen.record({"alice", "eu-west-1", "10.0.0.1:5000"});
+  CHECK(seen.list()[0].cache == nullptr);
+  seen.cache_reported({"alice", "eu-west-1", "10.0.0.1:5001"},
+                      std::make_shared<const weft::hub::wire::CacheSummary>(weft::hub::wire::CacheSummary::of({&a, 1})));
+  auto list = seen.list();
+  REQUIRE(list.size() == 1);
+  REQUIRE(list[0].cache);
+  CHECK(list[0].cache->may_hold(a));
+  CHECK_FALSE(list[0].cache->may_hold(b));
+  CHECK(list[0].cache_reported_ns > 0);
+  seen.cache_reported({"alice", "eu-west-1", "10.0.0.1:5002"},
+                      std::make_shared<const weft::hub::wire::CacheSummary>(weft::hub::wire::CacheSummary::of({&b, 1})));
+  list = seen.list();
+  CHECK_FALSE(list[0].cache->may_hold(a));
+  CHECK(list[0].cache->may_hold(b));
+}

@@ -98,7 +98,8 @@ class RuntimeResidencyTest(unittest.TestCase):
         self.assertGreater(view["sent_wire_bytes"], 0)
         self.assertEqual(view["residency_denials"], 0)
         self.assertEqual(set(view), {"user", "region", "address", "feed_connected", "first_seen", "last_request",
-                                     "requests", "residency_denials", "sent_logical_bytes", "sent_wire_bytes"})
+                                     "requests", "residency_denials", "sent_logical_bytes", "sent_wire_bytes",
+                                     "cache_reported", "cache_chunks"})
 
         r = self.admin.get(self.api("/residency"))
         self.assertEqual(r.json(), {"rules": [{"prefix": "data/cfg", "regions": ["us-east-1"], "source": "config"}]})

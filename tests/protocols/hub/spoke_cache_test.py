@@ -18,6 +18,8 @@
 - Traces: a mount's reads recorded at run time to a trace file that
   `weft cache replay` replays; bad names, a second recording and unknown
   mounts get clear errors.
+- Which spokes cache a path: the hub's view from the summaries its spoke
+  sends, as the spoke warms and evicts; the spoke's own count.
 
     spoke_cache_test.py --weft PATH [unittest arguments]
 """
@@ -325,6 +327,117 @@ class StatsTraceTest(unittest.TestCase):
         # the second pass.
         min_ratio = float(lines["cache.replay.min.hit_ratio"].split("value=")[1].split()[0])
         self.assertGreater(min_ratio, 0.2)
+
+
+class CachedByTest(unittest.TestCase):
+    """Which spokes cache a path, at the hub: the spoke tells its hub what
+    its cache holds (PUT /hub/v1/cached, every second here once it changed);
+    the hub's GET /api/v1/hub/spokes?path= counts that path's chunks in each
+    spoke's summary. At the spoke, GET /api/v1/cache/held/PATH says the same
+    of its own cache exactly."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.hub = Site(WEFT)
+        cls.files = {"a/x.bin": os.urandom(300 * KIB), "a/y.bin": os.urandom(200 * KIB),
+                     "b/z.bin": os.urandom(250 * KIB)}
+        for name, body in cls.files.items():
+            hub_put(cls.hub, "data/datasets/" + name, body)
+        cls.spoke = Spoke(WEFT, cls.hub, cls.hub.url, protocols=SPOKE, spoke_cache={"report_interval_s": 1},
+                          prefetch=False)
+        cls.s = rest(cls.spoke)
+        cls.admin = rest(cls.hub)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.close()
+        cls.admin.close()
+        spoke_code = cls.spoke.stop()
+        hub_code = cls.hub.stop()
+        assert spoke_code == 0 and hub_code == 0, (spoke_code, hub_code)
+
+    def at_hub(self, path):
+        r = self.admin.get(self.hub.url + "/api/v1/hub/spokes", params={"path": path})
+        self.assertEqual(r.status_code, 200, r.text)
+        return r.json()
+
+    def held(self, path):
+        r = self.s.get(self.spoke.url + "/api/v1/cache/held/" + path)
+        self.assertEqual(r.status_code, 200, r.text)
+        return r.json()
+
+    def wait_at_hub(self, path, cached_chunks):
+        """The spoke's entry for `path` once its cached chunks are as given."""
+        deadline = time.monotonic() + 20
+        while True:
+            answer = self.at_hub(path)
+            spokes = answer["spokes"]
+            if len(spokes) == 1 and spokes[0]["path_cached"] is not None and \
+                    spokes[0]["path_cached"]["chunks"] == cached_chunks(answer["path"]):
+                return answer
+            self.assertLess(time.monotonic(), deadline, answer)
+            time.sleep(0.2)
+
+    def test_hub_sees_what_the_spoke_caches(self):
+        a_bytes = len(self.files["a/x.bin"]) + len(self.files["a/y.bin"])
+        # Nothing cached yet: the spoke reports its empty cache once it connects.
+        empty = self.wait_at_hub("data/datasets", lambda p: 0)
+        self.assertEqual(empty["path"]["files"], 3)
+        self.assertTrue(empty["path"]["complete"])
+        self.assertEqual(empty["spokes"][0]["path_cached"], {"chunks": 0, "bytes": 0})
+        self.assertEqual(self.held("data/datasets/a")["cached_chunks"], 0)
+
+        # Warm a/ at the spoke: the spoke holds all of it, and so says the hub.
+        r = self.s.post(self.spoke.url + "/api/v1/jobs", json={"type": "warm", "path": "data/datasets/a"})
+        self.assertEqual(r.status_code, 201, r.text)
+        wait_job(self, self.s, self.spoke.url, r.json()["id"])
+        held = self.held("data/datasets/a")
+        self.assertEqual((held["path"], held["files"], held["bytes"], held["cached_bytes"]),
+                         ("data/datasets/a", 2, a_bytes, a_bytes))
+        self.assertEqual(held["cached_chunks"], held["chunks"])
+        answer = self.wait_at_hub("data/datasets/a", lambda p: p["chunks"])
+        self.assertEqual((answer["path"]["files"], answer["path"]["bytes"], answer["spokes"][0]["path_cached"]),
+                         (2, a_bytes, {"chunks": held["chunks"], "bytes": a_bytes}))
+        self.assertEqual(answer["path"]["chunks"], held["chunks"])
+        # One file of it, and what it has not read.
+        x = self.at_hub("data/datasets/a/x.bin")
+        self.assertEqual(x["spokes"][0]["path_cached"]["bytes"], len(self.files["a/x.bin"]))
+        self.assertEqual(self.at_hub("data/datasets/b")["spokes"][0]["path_cached"], {"chunks": 0, "bytes": 0})
+        self.assertEqual(self.held("data/datasets/b/z.bin")["cached_chunks"], 0)
+        whole = self.at_hub("data/datasets")
+        self.assertEqual(whole["spokes"][0]["path_cached"]["bytes"], a_bytes)
+        self.assertGreaterEqual(whole["spokes"][0]["cache_chunks"], held["chunks"])
+        self.assertIsNotNone(whole["spokes"][0]["cache_reported"])
+
+        # Evicted at the spoke: the hub learns that too.
+        r = self.s.post(self.spoke.url + "/api/v1/cache/evict", json={"path": "data/datasets/a/y.bin"})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.held("data/datasets/a")["cached_bytes"], len(self.files["a/x.bin"]))
+        answer = self.wait_at_hub("data/datasets/a", lambda p: self.held("data/datasets/a/x.bin")["chunks"])
+        self.assertEqual(answer["spokes"][0]["path_cached"]["bytes"], len(self.files["a/x.bin"]))
+
+    def test_bad_requests(self):
+        # A path that names nothing (in an export or not) holds no chunks,
+        # as a residency rule's dry run covers no files there.
+        for path in ("data/datasets/none", "nosuchexport/a"):
+            self.assertEqual(self.at_hub(path)["path"],
+                             {"path": path, "files": 0, "chunks": 0, "bytes": 0, "complete": True})
+        r = self.admin.get(self.hub.url + "/api/v1/hub/spokes", params={"path": "data/../a"})
+        self.assertEqual(r.status_code, 400, r.text)
+        # A summary that is not one is refused, and the one the spoke sent stays.
+        self.wait_at_hub("data/datasets", lambda p: 0)
+        r = self.admin.put(self.hub.url + "/hub/v1/cached", data=b"WCS1 not a filter",
+                           headers={"Weft-Region": "us-east-1"})
+        self.assertEqual((r.status_code, r.json()["error"]["code"]), (400, "bad_request"), r.text)
+        r = self.admin.put(self.hub.url + "/hub/v1/cached", headers={"Weft-Region": "us-east-1"})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIsNotNone(self.at_hub("data/datasets")["spokes"][0]["path_cached"])
+        # Held is for spoke mounts, and for paths that exist.
+        r = self.s.get(self.spoke.url + "/api/v1/cache/held/data")
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("not a spoke mount", r.json()["error"]["message"])
+        r = self.s.get(self.spoke.url + "/api/v1/cache/held/data/datasets/none")
+        self.assertEqual(r.status_code, 404, r.text)
 
 
 def requests_anonymous():

@@ -1,9 +1,11 @@
 // Browse the namespace (export/dir/...): listings, and per path its size,
-// versions, the spoke mount it belongs to and whether it is pinned; warm,
-// pin, unpin and evict it, with a warm job's progress as it runs.
+// versions, the spoke mount it belongs to, how much of it this spoke's
+// cache holds or (at a hub) which spokes cache it, and whether it is
+// pinned; warm, pin, unpin and evict it, with a warm job's progress as it
+// runs.
 import { ApiError, api, get, isAdmin, pathUrl, query } from "../api";
 import { bytes, facts, h, message, note, section, table, time } from "../dom";
-import type { SpokeList } from "./fabric";
+import { type RemoteSpoke, type SpokeList, spokeHref, spokeId } from "./fabric";
 
 interface Entry {
   name: string;
@@ -152,6 +154,59 @@ async function listing(path: string, cursor?: string): Promise<{ entries: Entry[
   return get("/api/v1/dirs/" + pathUrl(path) + query({ cursor, limit: 200 }));
 }
 
+interface Held {
+  files: number;
+  chunks: number;
+  bytes: number;
+  cached_chunks: number;
+  cached_bytes: number;
+}
+
+// How much of a path under a spoke mount this node's cache holds.
+function cachedHere(path: string): HTMLElement {
+  const out = h("span", { "data-cached-here": "" }, "…");
+  get<Held>("/api/v1/cache/held/" + pathUrl(path))
+    .then((x) => {
+      out.dataset.cachedHere = `${x.cached_chunks}/${x.chunks}`;
+      out.textContent = `${x.cached_chunks} of ${x.chunks} chunks (${bytes(x.cached_bytes)} of ${bytes(x.bytes)})` +
+        (x.files !== 1 ? ` of ${x.files} files` : "");
+    })
+    .catch((e) => out.replaceChildren(note(message(e), "error")));
+  return out;
+}
+
+interface SpokesOfPath {
+  spokes: RemoteSpoke[];
+  path: { path: string; files: number; chunks: number; bytes: number; complete: boolean };
+}
+
+// At a hub: which spokes cache the path, as each last reported its cache.
+// Nothing at a node no spoke has talked to (the path is not walked there).
+function cachedBySpokes(path: string): HTMLElement {
+  const box = h("div", {});
+  get<{ spokes: RemoteSpoke[] }>("/api/v1/hub/spokes")
+    .then((all) => (all.spokes.length === 0 ? null : get<SpokesOfPath>("/api/v1/hub/spokes" + query({ path }))))
+    .then((r) => {
+      if (r === null) return;
+      const p = r.path;
+      const rows = r.spokes.map((x) => {
+        const c = x.path_cached;
+        return [
+          h("a", { href: spokeHref(x), "data-spoke": spokeId(x) }, `${x.user} (${x.region || "no region"})`),
+          h("span", { "data-cached": c ? `${c.chunks}/${p.chunks}` : "" },
+            c ? `${c.chunks} of ${p.chunks} chunks (${bytes(c.bytes)} of ${bytes(p.bytes)})` : "not reported yet"),
+          x.cache_reported ? time(x.cache_reported) : "–",
+        ];
+      });
+      box.replaceChildren(section("Cached by spokes",
+        note(`The chunks of the current versions of ${p.files} files${p.complete ? "" : " (the first 100,000 entries)"}, ` +
+          "as each spoke last reported its cache."),
+        table(["Spoke", "Cached", "Reported"], rows, { "data-spokes-of-path": "" })));
+    })
+    .catch((e) => box.replaceChildren(note(message(e), "error")));
+  return box;
+}
+
 // The file's versions; a node that keeps none of a file (a spoke mount's,
 // for a user who does not see the mounts) answers not_supported.
 async function versions(path: string, info: FileInfo): Promise<HTMLElement> {
@@ -201,11 +256,13 @@ export async function data(main: HTMLElement, rest: string[], signal: AbortSigna
       ["Spoke mount", !admin ? "– (shown to administrators)"
         : mount ? `${mount.local} of ${mount.hub} (${mount.remote})` : "not on a spoke mount (local)"],
       ["Pinned", pinned ? `yes, by ${pinned.path}: ${pinned.cached_chunks}/${pinned.chunks} chunks cached` : "no"],
+      ...(mount ? [["Cached here", cachedHere(path)] satisfies [string, HTMLElement]] : []),
     ]),
     actions(path, pinned, !admin ? "Pin and evict are for administrators."
       : mount ? null : "Pin and evict apply to spoke mounts: this path is not below one.", signal, refresh),
   );
   const children: HTMLElement[] = [h("h1", {}, "Data"), crumbs(parts), about];
+  if (admin && !mount) children.push(cachedBySpokes(path));
   if (info.type === "directory") {
     const rows = h("tbody", {});
     const more = h("div", {});

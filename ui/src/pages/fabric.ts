@@ -33,7 +33,7 @@ export interface SpokeList {
 }
 
 // A spoke that has talked to this node as its hub (GET /api/v1/hub/spokes).
-interface RemoteSpoke {
+export interface RemoteSpoke {
   user: string;
   region: string;
   address: string;
@@ -44,12 +44,17 @@ interface RemoteSpoke {
   residency_denials: number;
   sent_logical_bytes: number;
   sent_wire_bytes: number;
+  // What its chunk cache held when it last said (null until it does), and
+  // with ?path=, how much of that path.
+  cache_reported: string | null;
+  cache_chunks: number | null;
+  path_cached?: { chunks: number; bytes: number } | null;
 }
 
 // The hub keeps one entry per user, region and peer host (the address's
 // port changes from request to request).
-const spokeId = (r: RemoteSpoke) => `${r.user}@${r.address.replace(/:\d+$/, "")}${r.region ? "/" + r.region : ""}`;
-const spokeHref = (r: RemoteSpoke) => "#/fabric/spoke/" + encodeURIComponent(spokeId(r));
+export const spokeId = (r: RemoteSpoke) => `${r.user}@${r.address.replace(/:\d+$/, "")}${r.region ? "/" + r.region : ""}`;
+export const spokeHref = (r: RemoteSpoke) => "#/fabric/spoke/" + encodeURIComponent(spokeId(r));
 const feed = (r: RemoteSpoke) => (r.feed_connected ? "connected" : "not connected");
 
 export const hitRatio = (m: Mount) => percent(m.cache.hits, m.cache.hits + m.cache.misses);
@@ -152,7 +157,7 @@ function mountDetails(m: Mount): HTMLElement {
       ["Chunks fetched (logical)", bytes(t.chunk_logical_bytes)],
       ["Chunks on the wire", bytes(t.chunk_wire_bytes)],
       ["Compression saved", `${bytes(t.compression_saved_bytes)} (${saved(m)})`],
-      ["Cache hits (not fetched)", `${m.cache.hits} chunks, ${bytes(m.cache.hit_bytes)}`],
+      ["Dedup saved (cache hits, not fetched)", `${m.cache.hits} chunks, ${bytes(m.cache.hit_bytes)}`],
       ["Hit ratio", hitRatio(m)],
       ["Write-back backlog", m.writeback ? `${m.writeback.files} files, ${bytes(m.writeback.bytes)}` : "–"],
     ]),
@@ -179,6 +184,7 @@ function remoteDetails(r: RemoteSpoke): HTMLElement {
       ["Sent (logical)", bytes(r.sent_logical_bytes)],
       ["Sent (wire)", bytes(r.sent_wire_bytes)],
       ["Residency denials", String(r.residency_denials)],
+      ["Cache", r.cache_reported ? `${r.cache_chunks} chunks, as reported ${time(r.cache_reported)}` : "not reported yet"],
     ]),
   );
 }
