@@ -1,5 +1,7 @@
 #include "backend/connectors/s3_source.hpp"
 
+#include "backend/connectors/s3_client.hpp"
+
 #include <pugixml.hpp>
 
 #include <algorithm>
@@ -74,39 +76,6 @@ std::optional<std::string> url_decode(std::string_view s) {
 
 Attr dir_attr() { return Attr{FileType::directory, 0, 0, kDirMode, ""}; }
 
-// The error an S3 error response stands for, with its code and message.
-Error s3_error(const HttpResponse& r, std::string_view what) {
-  std::string code, message;
-  pugi::xml_document doc;
-  if (!r.body.empty() && doc.load_buffer(r.body.data(), r.body.size())) {
-    code = doc.child("Error").child_value("Code");
-    message = doc.child("Error").child_value("Message");
-  }
-  std::string text = std::string(what) + ": HTTP " + std::to_string(r.status);
-  if (!code.empty()) text += " " + code;
-  if (!message.empty()) text += " (" + message + ")";
-  switch (r.status) {
-    case 400: return failure(Errc::invalid, text);
-    case 401:
-    case 403: return failure(Errc::permission, text);
-    case 404: return failure(Errc::not_found, text);
-    case 412: return failure(Errc::changed, text);
-    case 500:
-    case 502:
-    case 503:
-    case 504: return failure(Errc::unavailable, text);
-    default: return failure(Errc::io, text);
-  }
-}
-
-struct Call {
-  std::string method;
-  std::string key;  // "" for the bucket itself
-  sigv4::Params query;
-  sigv4::Params headers;  // besides Host and the signature's own
-  std::string body;
-};
-
 // One page of a ListObjectsV2.
 struct Page {
   std::vector<Entry> entries;  // files and prefixes, names relative to the listed prefix
@@ -117,12 +86,12 @@ struct Page {
 
 class S3Source final : public Source {
  public:
-  S3Source(std::unique_ptr<HttpClient> http, S3Options options) : http_(std::move(http)), o_(std::move(options)) {}
+  S3Source(std::unique_ptr<S3Client> s3, S3Options options) : s3_(std::move(s3)), o_(std::move(options)) {}
 
   asio::awaitable<Result<Attr>> stat(std::string path) override {
     if (auto s = check_path(path); !s) co_return s.error();
     if (path.empty()) {
-      Call call{"HEAD", "", {}, {}, {}};
+      S3Call call{"HEAD", "", {}, {}, {}};
       auto op_send = send(std::move(call));
       auto r = co_await std::move(op_send);
       if (!r) co_return r.error();
@@ -179,7 +148,7 @@ class S3Source final : public Source {
     if (path.empty()) co_return failure(Errc::is_dir, "read of the root");
     if (length > kMaxRead) co_return failure(Errc::invalid, "read of more than " + std::to_string(kMaxRead) + " bytes");
     const std::string key = key_of(path);
-    Call call{length == 0 ? "HEAD" : "GET", key, {}, {}, {}};
+    S3Call call{length == 0 ? "HEAD" : "GET", key, {}, {}, {}};
     if (length > 0) call.headers.emplace_back("Range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1));
     if (!version.empty()) call.headers.emplace_back("If-Match", "\"" + version + "\"");
     auto op_send = send(std::move(call));
@@ -211,7 +180,7 @@ class S3Source final : public Source {
     if (!dir) co_return dir.error();
     if (*dir) co_return failure(Errc::is_dir, "write of " + path + ": a directory");
     const std::string key = key_of(path);
-    Call call{"PUT", key, {}, {}, std::move(bytes)};
+    S3Call call{"PUT", key, {}, {}, std::move(bytes)};
     call.headers.emplace_back("Content-Type", "application/octet-stream");
     auto op_send = send(std::move(call));
     auto r = co_await std::move(op_send);
@@ -248,7 +217,7 @@ class S3Source final : public Source {
     if (a) co_return failure(Errc::exists, "mkdir " + path + ": exists");
     if (a.error().code != Errc::not_found) co_return a.error();
     const std::string key = dir_prefix(path);
-    Call call{"PUT", key, {}, {}, {}};
+    S3Call call{"PUT", key, {}, {}, {}};
     auto op_send = send(std::move(call));
     auto r = co_await std::move(op_send);
     if (!r) co_return r.error();
@@ -268,7 +237,7 @@ class S3Source final : public Source {
     auto target = co_await std::move(op_stat_to);
     if (target && target->type == FileType::directory) co_return failure(Errc::is_dir, "rename onto " + to + ": a directory");
     const std::string key = key_of(to);
-    Call call{"PUT", key, {}, {}, {}};
+    S3Call call{"PUT", key, {}, {}, {}};
     // The source's version, so a file replaced meanwhile is not the one copied.
     call.headers.emplace_back("x-amz-copy-source", sigv4::uri_encode("/" + o_.bucket + "/" + key_of(from), false));
     call.headers.emplace_back("x-amz-copy-source-if-match", "\"" + a->version + "\"");
@@ -288,7 +257,7 @@ class S3Source final : public Source {
     co_return co_await std::move(op_delete_key);
   }
 
-  void close() override { http_->close(); }
+  void close() override { s3_->close(); }
 
  private:
   std::string key_of(std::string_view path) const {
@@ -308,30 +277,13 @@ class S3Source final : public Source {
     return {};
   }
 
-  asio::awaitable<Result<HttpResponse>> send(Call call) {
-    const auto now = std::chrono::system_clock::now();
-    const std::string date = sigv4::amz_date(now);
-    const std::string payload =
-        call.method == "PUT" && !o_.sign_payload ? std::string(sigv4::kUnsignedPayload) : sigv4::sha256_hex(call.body);
-    call.headers.emplace_back("x-amz-date", date);
-    call.headers.emplace_back("x-amz-content-sha256", payload);
-    if (!o_.credentials.session_token.empty()) call.headers.emplace_back("x-amz-security-token", o_.credentials.session_token);
-    const std::string path = "/" + o_.bucket + (call.key.empty() ? "" : "/" + call.key);
-    const sigv4::Request signable{call.method, path, call.query, call.headers, http_->host(), payload};
-    const std::string authorization = sigv4::authorization(o_.credentials, date, signable);
-    HttpRequest req;
-    req.method = call.method;
-    req.target = sigv4::uri_encode(path, false);
-    if (!call.query.empty()) req.target += "?" + sigv4::canonical_query(call.query);
-    req.headers = std::move(call.headers);
-    req.headers.emplace_back("Authorization", authorization);
-    req.body = std::move(call.body);
-    auto op = http_->send(std::move(req), true);
+  asio::awaitable<Result<HttpResponse>> send(S3Call call) {
+    auto op = s3_->send(std::move(call));
     co_return co_await std::move(op);
   }
 
   asio::awaitable<Result<Attr>> head_object(std::string key) {
-    Call call{"HEAD", key, {}, {}, {}};
+    S3Call call{"HEAD", key, {}, {}, {}};
     auto op_send = send(std::move(call));
     auto r = co_await std::move(op_send);
     if (!r) co_return r.error();
@@ -356,7 +308,7 @@ class S3Source final : public Source {
   }
 
   asio::awaitable<Status> delete_key(std::string key) {
-    Call call{"DELETE", key, {}, {}, {}};
+    S3Call call{"DELETE", key, {}, {}, {}};
     auto op_send = send(std::move(call));
     auto r = co_await std::move(op_send);
     if (!r) co_return r.error();
@@ -365,7 +317,7 @@ class S3Source final : public Source {
   }
 
   asio::awaitable<Result<Page>> list_page(std::string prefix, std::string token, int max_keys) {
-    Call call{"GET", "", {{"list-type", "2"}, {"delimiter", "/"}, {"encoding-type", "url"}, {"prefix", prefix},
+    S3Call call{"GET", "", {{"list-type", "2"}, {"delimiter", "/"}, {"encoding-type", "url"}, {"prefix", prefix},
                           {"max-keys", std::to_string(max_keys)}}, {}, {}};
     if (!token.empty()) call.query.emplace_back("continuation-token", token);
     auto op_send = send(std::move(call));
@@ -408,21 +360,18 @@ class S3Source final : public Source {
     co_return page;
   }
 
-  std::unique_ptr<HttpClient> http_;
+  std::unique_ptr<S3Client> s3_;
   const S3Options o_;
 };
 
 }  // namespace
 
 Result<std::shared_ptr<Source>> make_s3_source(asio::any_io_executor executor, S3Options options) {
-  const auto& b = options.bucket;
-  if (b.size() < 3 || b.size() > 63 || b.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") != b.npos)
-    return failure(Errc::invalid, "bucket name \"" + b + "\": 3 to 63 of a-z 0-9 . -");
   if (auto s = check_path(options.prefix); !s) return failure(Errc::invalid, "prefix: " + s.error().message);
   if (options.http.body_limit < kListBodyLimit) options.http.body_limit = kListBodyLimit;
-  auto http = HttpClient::create(std::move(executor), options.http);
-  if (!http) return http.error();
-  return std::shared_ptr<Source>(std::make_shared<S3Source>(std::move(*http), std::move(options)));
+  auto s3 = S3Client::create(std::move(executor), {options.http, options.bucket, options.credentials, options.sign_payload});
+  if (!s3) return s3.error();
+  return std::shared_ptr<Source>(std::make_shared<S3Source>(std::move(*s3), std::move(options)));
 }
 
 }  // namespace weft::connectors
