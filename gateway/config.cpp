@@ -386,11 +386,12 @@ std::string readable_file(std::string_view key, const json& v) {
   return file;
 }
 
-// A connector's credentials file: a JSON object with the fields its kind
-// needs (S3: access_key_id and secret_access_key, as a weft's
-// credentials.json has them; SMB: user and password).
-void connector_credentials(std::string_view key, const std::string& file, const ConnectorKeys& kind,
-                           ns::SpokeMount& m) {
+// A credentials file: a JSON object with two non-empty strings, `first` and
+// `second` (S3: access_key_id and secret_access_key, as a weft's
+// credentials.json has them; SMB: user and password). `what` names the
+// kind for the error.
+std::pair<std::string, std::string> credentials_of(std::string_view key, const std::string& file, std::string_view what,
+                                                   std::string_view first, std::string_view second) {
   std::ifstream in(file, std::ios::binary);
   if (!in) fail(key, "cannot read " + in_quotes(file) + ": " + std::strerror(errno));
   std::ostringstream text;
@@ -399,13 +400,22 @@ void connector_credentials(std::string_view key, const std::string& file, const 
   auto field = [&](std::string_view name) -> std::string {
     const std::string n(name);
     if (!doc.is_object() || !doc.contains(n) || !doc[n].is_string() || doc[n].get<std::string>().empty()) {
-      fail(key, in_quotes(file) + " is not " + std::string(kind.kind) + " credentials (expected a JSON object with \"" +
-                    std::string(kind.credentials[0]) + "\" and \"" + std::string(kind.credentials[1]) + "\")");
+      fail(key, in_quotes(file) + " is not " + std::string(what) + " credentials (expected a JSON object with \"" +
+                    std::string(first) + "\" and \"" + std::string(second) + "\")");
     }
     return doc[n].get<std::string>();
   };
-  m.user = field(kind.credentials[0]);
-  m.password = field(kind.credentials[1]);
+  return {field(first), field(second)};
+}
+
+// An S3 bucket name.
+std::string bucket_of(std::string_view key, const json& v) {
+  std::string bucket = string_of(key, v);
+  if (bucket.size() < 3 || bucket.size() > 63 ||
+      bucket.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") != std::string::npos) {
+    fail(key, "bad bucket name " + in_quotes(bucket) + " (expected 3 to 63 of a-z 0-9 . -)");
+  }
+  return bucket;
 }
 
 // A mount of an existing system (backend/connectors): its keys checked
@@ -433,7 +443,8 @@ void apply_connector(const std::string& at, const json& entry, ns::SpokeMount& m
                      std::find(kind.optional.begin(), kind.optional.end(), name) != kind.optional.end();
     if (name == "credentials") {
       if (kind.credentials[0].empty()) fail(key, "an nfs connector has no credentials (AUTH_SYS: \"uid\" and \"gid\")");
-      connector_credentials(key, string_of(key, v), kind, m);
+      std::tie(m.user, m.password) =
+          credentials_of(key, string_of(key, v), kind.kind, kind.credentials[0], kind.credentials[1]);
     } else if (name == "read_only") {
       c.read_only = boolean_of(key, v);
     } else if (name == "interval_s") {
@@ -447,11 +458,7 @@ void apply_connector(const std::string& at, const json& entry, ns::SpokeMount& m
     } else if (name == "endpoint") {
       c.endpoint = http_url(key, string_of(key, v), "endpoint");
     } else if (name == "bucket") {
-      c.bucket = string_of(key, v);
-      if (c.bucket.size() < 3 || c.bucket.size() > 63 ||
-          c.bucket.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") != std::string::npos) {
-        fail(key, "bad bucket name " + in_quotes(c.bucket) + " (expected 3 to 63 of a-z 0-9 . -)");
-      }
+      c.bucket = bucket_of(key, v);
     } else if (name == "prefix") {
       c.prefix = spoke_path(key, string_of(key, v), "expected a path in the bucket");
     } else if (name == "region") {
@@ -551,6 +558,34 @@ void apply_spoke_cache(Config& c, const json& object) {
           });
 }
 
+// The object-store data engine: where sealed data files are kept for
+// every node (gateway/ns/namespace.hpp, Options::object_store).
+void apply_object_store(Config& c, const json& object) {
+  auto& o = c.ns.object_store.emplace();
+  bool credentials = false;
+  members("object_store", object, {"endpoint", "bucket", "prefix", "region", "credentials", "ca_file"},
+          [&](std::string_view name, const std::string& key, const json& v) {
+            if (name == "endpoint") {
+              o.endpoint = http_url(key, string_of(key, v), "endpoint");
+            } else if (name == "bucket") {
+              o.bucket = bucket_of(key, v);
+            } else if (name == "prefix") {
+              o.prefix = spoke_path(key, string_of(key, v), "expected a path in the bucket");
+            } else if (name == "region") {
+              o.region = string_of(key, v);
+              check_region(key, o.region);
+            } else if (name == "ca_file") {
+              o.ca_file = readable_file(key, v);
+            } else {
+              std::tie(o.access_key, o.secret_key) =
+                  credentials_of(key, string_of(key, v), "S3", "access_key_id", "secret_access_key");
+              credentials = true;
+            }
+          });
+  if (o.endpoint.empty() || o.bucket.empty() || !credentials)
+    fail("object_store", "needs \"endpoint\", \"bucket\" and \"credentials\"");
+}
+
 // --spoke LOCAL=HUB_URL/REMOTE
 ns::SpokeMount spoke_flag(const std::string& text, const Overrides& o) {
   const std::string key = "spokes (--spoke)";
@@ -589,7 +624,7 @@ void check_spokes(const Config& c) {
 void apply_file(Config& c, const json& root) {
   members("", root,
           {"data_dir", "metadata", "region", "listeners", "threads", "log", "namespace", "residency", "audit", "tls", "metrics_history",
-           "s3", "nfs", "sftp", "spokes", "spoke_cache"},
+           "object_store", "s3", "nfs", "sftp", "spokes", "spoke_cache"},
           [&](std::string_view name, const std::string& key, const json& v) {
             if (name == "data_dir") {
               c.data_dir = string_of(key, v);
@@ -623,6 +658,8 @@ void apply_file(Config& c, const json& root) {
               apply_spokes(c, v);
             } else if (name == "spoke_cache") {
               apply_spoke_cache(c, v);
+            } else if (name == "object_store") {
+              apply_object_store(c, v);
             } else {
               apply_namespace(c, v);
             }

@@ -177,6 +177,26 @@ int FileStore::clone(std::uint64_t from, std::uint64_t to) {
   return r;
 }
 
+int FileStore::fill(std::uint64_t fid, const std::function<int(int fd)>& fill) {
+  const unsigned f = fanout_of(fid);
+  if (int e = dirs_->ensure_fanout(f); e < 0) return e;
+  const int dir = dirs_->fanout_fd(f);
+  if (dir < 0) return dir;
+  const int fd = ::openat(dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return -errno;
+  int r = fill(fd);
+  if (r == 0 && ::fsync(fd) != 0) r = -errno;
+  if (r == 0) {
+    // Naming an O_TMPFILE file through /proc needs no privilege (AT_EMPTY_PATH would).
+    const std::string self = "/proc/self/fd/" + std::to_string(fd);
+    const std::string name = std::to_string(fid);
+    if (::linkat(AT_FDCWD, self.c_str(), dir, name.c_str(), AT_SYMLINK_FOLLOW) != 0 && errno != EEXIST) r = -errno;
+  }
+  if (int c = close_checked(fd); r == 0) r = c;
+  if (r == 0 && ::fsync(dir) != 0) r = -errno;
+  return r;
+}
+
 int FileStore::sync(int fd, std::uint64_t fid) {
   if (::fsync(fd) != 0) return -errno;
   const int dir = dirs_->fanout_fd(fanout_of(fid));

@@ -30,6 +30,12 @@ class FileStore {
   int open_file(std::uint64_t fid, int flags, unsigned mode = 0600);
   // Creates `to` as a copy of `from` (reflink where the file system can).
   int clone(std::uint64_t from, std::uint64_t to);
+  // Creates fid's file from what `fill` writes into an unnamed temporary
+  // file (given its descriptor; it returns 0 or -errno). The name appears
+  // only once the content is complete and durable, so a crash part-way
+  // leaves nothing under fid's name, nor anything to clean up. A fid that
+  // another thread filled meanwhile is left as that thread made it.
+  int fill(std::uint64_t fid, const std::function<int(int fd)>& fill);
   // fsync of the file and then of its directory: its data and its name are durable.
   int sync(int fd, std::uint64_t fid);
   int remove(std::uint64_t fid);

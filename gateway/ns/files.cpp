@@ -100,7 +100,7 @@ std::shared_ptr<FileState> Namespace::Impl::file_state(const rec::InodeRec& r) {
     fs->ctime_ns = r.attr.ctime_ns;
     fs->change = r.attr.change;
     if (r.fid) {
-      fs->fd = store->open_file(r.fid, fs->working ? O_RDWR : O_RDONLY);
+      fs->fd = fs->working ? store->open_file(r.fid, O_RDWR) : open_sealed(r.fid);
       if (fs->fd < 0)
         spdlog::error("ns: data file {} of inode {} cannot be opened: {}", r.fid, r.attr.ino, std::strerror(-fs->fd));
     } else if (r.attr.version && r.attr.size) {
@@ -143,6 +143,13 @@ Result<Handle> Namespace::Impl::open(const OpContext& ctx, Ino ino, OpenFlags fl
     if (auto s = may(ctx, r->attr, 2); !s) return s.error();
   }
   if (flags.snapshot && flags.write) return Errc::invalid;
+  // A pack is fetched here, not in file_state() under files_mu, so that a
+  // large fetch holds up no other file's open.
+  if (packs && r->fid && !r->attr.dirty && !store->exists(r->fid)) {
+    int fd = open_sealed(r->fid);
+    if (fd < 0) return from_errno(-fd);
+    ::close(fd);
+  }
   auto fs = file_state(*r);
   std::shared_ptr<Snapshot> snap;
   if (flags.snapshot) {
@@ -473,6 +480,7 @@ Result<Namespace::Impl::Sealed> Namespace::Impl::seal_content(FileState& fs) {
     fs.unsynced = false;
     stream->chunker.finish();
     out.chunks = stream->chunker.take_chunks();
+    if (auto s = publish(fs); !s) return s.error();
     return out;
   }
   // Chunking reads the data back from the page cache while the disk writes
@@ -485,7 +493,30 @@ Result<Namespace::Impl::Sealed> Namespace::Impl::seal_content(FileState& fs) {
   if (sync_error < 0) return from_errno(-sync_error);
   fs.unsynced = false;
   if (chunk_error != 0) return from_errno(chunk_error);
+  if (auto s = publish(fs); !s) return s.error();
   return out;
+}
+
+Status Namespace::Impl::publish(const FileState& fs) {
+  if (!packs) return {};
+  if (auto s = packs->put(fs.fid, fs.fd, fs.size); !s) {
+    spdlog::error("ns: the pack of data file {} (inode {}) was not stored: {}", fs.fid, fs.ino, s.error().message);
+    return Errc::unavailable;
+  }
+  return {};
+}
+
+int Namespace::Impl::open_sealed(std::uint64_t fid) {
+  int fd = store->open_file(fid, O_RDONLY);
+  if (fd != -ENOENT || !packs) return fd;
+  int e = store->fill(fid, [&](int out) {
+    auto got = packs->get(fid, out);
+    if (got) return 0;
+    spdlog::error("ns: the pack of data file {} was not fetched: {}", fid, got.error().message);
+    return got.error().code == connectors::Errc::not_found ? -ENOENT : -EIO;
+  });
+  if (e < 0) return e;
+  return store->open_file(fid, O_RDONLY);
 }
 
 void Namespace::Impl::record_version(Batch& b, rec::InodeRec& r, FileState& fs, const Sealed& content) {
@@ -538,7 +569,7 @@ Status Namespace::Impl::trim_versions(Batch& b, const rec::InodeRec& r) {
     if (!vr->fid)
       b.txn->erase(rec::key_inline(ino, v));
     else if (vr->fid != r.fid)
-      b.unlink_after.push_back(vr->fid);
+      b.unpack_after.push_back(vr->fid);
     if (auto m = data::decode_manifest(vr->manifest))
       for (const auto& c : m->chunks) b.txn->erase(rec::key_chunk(to_sha(c.digest), ino, v));
   }
@@ -730,7 +761,7 @@ Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs,
       std::unique_lock llock(live->mu);
       if (live->working && live->fid && live->fid != node.fid) store->remove(live->fid);
       if (live->fd >= 0) ::close(live->fd);
-      live->fd = node.fid ? store->open_file(node.fid, O_RDONLY) : -1;
+      live->fd = node.fid ? open_sealed(node.fid) : -1;
       live->fid = node.fid;
       live->inline_data = node.fid ? std::string() : fs.inline_data;
       live->working = false;
@@ -880,7 +911,7 @@ Result<std::size_t> Namespace::Impl::read_version(const OpContext& ctx, Ino ino,
     if (!bytes) return bytes.error();
     std::memcpy(out.data(), (*bytes)->data() + off, n);
   } else {
-    int fd = store->open_file(loc->fid, O_RDONLY);
+    int fd = open_sealed(loc->fid);
     if (fd < 0) return from_errno(-fd);
     Status s = read_fully(fd, off, out.first(n));
     ::close(fd);

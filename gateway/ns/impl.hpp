@@ -15,6 +15,7 @@
 #include "backend/data/file_store.hpp"
 #include "backend/data/manifest.hpp"
 #include "backend/kv/kv.hpp"
+#include "backend/objects/pack_store.hpp"
 #include "cache/lru_map.hpp"
 #include "gateway/metrics/metrics.hpp"
 #include "gateway/ns/namespace.hpp"
@@ -205,6 +206,7 @@ struct Batch {
   std::vector<Change> changes;
   std::vector<std::function<void()>> after_commit;
   std::vector<std::uint64_t> unlink_after;  // data files (fids)
+  std::vector<std::uint64_t> unpack_after;  // sealed versions' data files: their packs as well
 
   void put_inode(const rec::InodeRec& r);
   void change(Change c) { changes.push_back(std::move(c)); }
@@ -224,6 +226,7 @@ struct Namespace::Impl {
   Options opt;
   std::unique_ptr<kv::Store> kv;
   std::unique_ptr<data::FileStore> store;
+  std::unique_ptr<objects::PackStore> packs;  // with an object store only
   boost::asio::thread_pool pool;
   bool created = false;
   std::atomic<bool> closed{false};
@@ -398,6 +401,12 @@ struct Namespace::Impl {
     std::optional<std::string> inline_data;
   };
   Result<Sealed> seal_content(FileState& fs);
+  // With an object store: stores a sealed data file's pack before the
+  // version is recorded, so an acknowledged version is in the shared store.
+  Status publish(const FileState& fs);
+  // A sealed data file opened for reading; with an object store, a file
+  // this node lacks is fetched from its pack first.
+  int open_sealed(std::uint64_t fid);
   void record_version(Batch& b, rec::InodeRec& r, FileState& fs, const Sealed& content);
   // After a seal has committed: the open file now reads the sealed version.
   void sealed(FileState& fs, Sealed& content);

@@ -157,6 +157,12 @@ Status Namespace::Impl::commit(Batch& b) {
   t_owed.seqs.insert(t_owed.seqs.end(), seqs.begin(), seqs.end());
   for (auto& fn : b.after_commit) fn();
   for (auto fid : b.unlink_after) store->remove(fid);
+  for (auto fid : b.unpack_after) {
+    store->remove(fid);
+    if (!packs) continue;
+    if (auto s = packs->remove(fid); !s)  // an orphan in the bucket: space, not data, is lost
+      spdlog::warn("ns: the pack of data file {} was not removed: {}", fid, s.error().message);
+  }
   return {};
 }
 
@@ -351,7 +357,7 @@ Status Namespace::Impl::free_inode_data(Batch& b, const rec::InodeRec& r) {
     if (!vr) return true;
     if (vr->fid == r.fid) current_is_version = true;
     if (vr->fid)
-      b.unlink_after.push_back(vr->fid);
+      b.unpack_after.push_back(vr->fid);
     else
       doomed.push_back(rec::key_inline(ino, rec::key_tail64(k)));
     if (auto m = data::decode_manifest(vr->manifest))
@@ -1094,6 +1100,16 @@ Status Namespace::Impl::start() {
   if (!store) {
     spdlog::error("ns: cannot open the data store: {}", std::strerror(-err));
     return Errc::io;
+  }
+  if (const auto& o = opt.object_store) {
+    auto p = objects::PackStore::open({.endpoint = o->endpoint, .bucket = o->bucket, .prefix = o->prefix,
+                                       .access_key = o->access_key, .secret_key = o->secret_key,
+                                       .region = o->region, .ca_file = o->ca_file});
+    if (!p) {
+      spdlog::error("ns: cannot use the object store: {}", p.error().message);
+      return Errc::unavailable;
+    }
+    packs = std::move(*p);
   }
   std::string format;
   ks = kv->get(rec::key_meta("format"), &format);

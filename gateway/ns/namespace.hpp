@@ -54,6 +54,17 @@ struct Options {
   // data file: one synchronous commit makes a small file durable.
   std::uint32_t inline_max = 64 * 1024;
   std::uint64_t metadata_cache_bytes = 32ull << 20;  // the store's block cache
+  // The object-store data engine (backend/objects/pack_store.hpp): every
+  // sealed data file also kept as an object in an S3-compatible bucket
+  // that several nodes share, the local data files a cache of them.
+  // Absent: local data files only.
+  struct ObjectStore {
+    std::string endpoint;  // "http(s)://HOST[:PORT]"
+    std::string bucket, prefix;
+    std::string access_key, secret_key, region = "us-east-1";
+    std::string ca_file;
+  };
+  std::optional<ObjectStore> object_store;
 };
 
 // An existing system a spoke mount serves instead of a weft hub

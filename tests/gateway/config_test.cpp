@@ -69,6 +69,7 @@ void check_defaults(const Config& c) {
   CHECK(c.ns.max_file_size == ns_defaults.max_file_size);
   CHECK(c.ns.blocking_threads == ns_defaults.blocking_threads);
   CHECK(c.ns.metadata_cache_bytes == ns_defaults.metadata_cache_bytes);
+  CHECK_FALSE(c.ns.object_store.has_value());
   const weft::ns::SpokeCacheOptions spoke_cache_defaults;
   CHECK(c.spoke_cache.ram_bytes == spoke_cache_defaults.ram_bytes);
   CHECK(c.spoke_cache.ssd_bytes == spoke_cache_defaults.ssd_bytes);
@@ -389,6 +390,35 @@ TEST_CASE("spoke chunk cache budgets and reports") {
         "config: spoke_cache.ram_bytes: expected a non-negative integer, got a negative integer");
   CHECK(error_of(R"({"spoke_cache": {"ssd": 1}})")
             .starts_with("config: spoke_cache.ssd: unknown key (expected one of ram_bytes, ssd_bytes"));
+}
+
+TEST_CASE("the object-store data engine: endpoint, bucket, prefix and credentials, each mistake named") {
+  TempDir dir;
+  const std::string keys = dir / "keys.json";
+  std::ofstream(keys) << R"({"access_key_id": "AKID", "secret_access_key": "SK"})";
+  auto c = parse(R"({"object_store": {"endpoint": "http://10.0.0.9:9000/", "bucket": "weft-data", "prefix": "/site-a/",
+                                       "region": "eu-west-1", "credentials": ")" + keys + R"("}})");
+  REQUIRE(c.has_value());
+  REQUIRE(c->ns.object_store.has_value());
+  const auto& o = *c->ns.object_store;
+  CHECK(o.endpoint == "http://10.0.0.9:9000");
+  CHECK(o.bucket == "weft-data");
+  CHECK(o.prefix == "site-a");
+  CHECK(o.region == "eu-west-1");
+  CHECK(o.access_key == "AKID");
+  CHECK(o.secret_key == "SK");
+
+  CHECK(error_of(R"({"object_store": {"bucket": "b-1"}})") ==
+        R"(config: object_store: needs "endpoint", "bucket" and "credentials")");
+  CHECK(error_of(R"({"object_store": {"endpoint": "ftp://h", "bucket": "abc", "credentials": ")" + keys + R"("}})")
+            .starts_with("config: object_store.endpoint: "));
+  CHECK(error_of(R"({"object_store": {"endpoint": "http://h:1", "bucket": "A_B", "credentials": "x"}})") ==
+        R"(config: object_store.bucket: bad bucket name "A_B" (expected 3 to 63 of a-z 0-9 . -))");
+  CHECK(error_of(R"({"object_store": {"endpoint": "http://h:1", "bucket": "abc", "credentials": ")" + dir / "none.json" +
+                 R"("}})").starts_with("config: object_store.credentials: cannot read "));
+  CHECK(error_of(R"({"object_store": {"endpoint": "http://h:1", "bucket": "abc", "credentials": ")" + keys +
+                 R"(", "part": 1}})") ==
+        "config: object_store.part: unknown key (expected one of endpoint, bucket, prefix, region, credentials, ca_file)");
 }
 
 TEST_CASE("spoke mounts: from the file and from --spoke, each mistake named") {

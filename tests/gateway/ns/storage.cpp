@@ -2,6 +2,9 @@
 
 #include "postgres_server.hpp"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <string>
@@ -30,6 +33,33 @@ Result<std::unique_ptr<Namespace>> PostgresLocal::open(Options options) {
   }
   options.data_dir = (dir_.path() / "data").string();
   options.metadata = metadata_;
+  return Namespace::open(options);
+}
+
+bool PostgresObjects::available() {
+  if (!std::getenv("WEFT_OBJ_URL")) {
+    MESSAGE("SKIPPED on postgres+objects: no object store (run by tests/backend/objects/object_store_test.py)");
+    return false;
+  }
+  return PostgresLocal::available();
+}
+
+Result<std::unique_ptr<Namespace>> PostgresObjects::open(Options options) {
+  if (metadata_.empty()) {
+    std::string why;
+    auto* server = weft::test::PostgresServer::shared(&why);
+    if (!server) return Errc::unavailable;
+    metadata_ = server->fresh_schema();
+    static std::atomic<int> next{0};
+    prefix_ = "conformance/" + std::to_string(::getpid()) + "-" + std::to_string(next++);
+  }
+  options.data_dir = (dir_.path() / "data").string();
+  options.metadata = metadata_;
+  options.object_store = Options::ObjectStore{.endpoint = std::getenv("WEFT_OBJ_URL"),
+                                              .bucket = std::getenv("WEFT_OBJ_BUCKET"),
+                                              .prefix = prefix_,
+                                              .access_key = std::getenv("WEFT_OBJ_KEY"),
+                                              .secret_key = std::getenv("WEFT_OBJ_SECRET")};
   return Namespace::open(options);
 }
 

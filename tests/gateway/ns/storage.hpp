@@ -61,12 +61,28 @@ class PostgresLocal final : public Storage {
   std::string metadata_;
 };
 
+// PostgreSQL metadata and the object-store data engine: sealed data in a
+// bucket of the S3 endpoint that object_store_test.py started and named in
+// WEFT_OBJ_URL, _BUCKET, _KEY and _SECRET (under a prefix of this storage's
+// own), local data files as its cache. Not available without them.
+class PostgresObjects final : public Storage {
+ public:
+  static bool available();
+  Result<std::unique_ptr<Namespace>> open(Options options) override;
+
+ private:
+  TempDir dir_;
+  std::string metadata_, prefix_;
+};
+
 }  // namespace weft::ns::test
 
 TYPE_TO_STRING_AS("rocksdb+local", weft::ns::test::RocksdbLocal);
 TYPE_TO_STRING_AS("postgres+local", weft::ns::test::PostgresLocal);
+TYPE_TO_STRING_AS("postgres+objects", weft::ns::test::PostgresObjects);
 
-#define WEFT_NS_COMBINATIONS weft::ns::test::RocksdbLocal, weft::ns::test::PostgresLocal
+#define WEFT_NS_COMBINATIONS \
+  weft::ns::test::RocksdbLocal, weft::ns::test::PostgresLocal, weft::ns::test::PostgresObjects
 
 // One conformance test case, registered once per storage combination; the
 // body sees the combination's type as `Combination` and runs only where the

@@ -43,14 +43,17 @@ class Gateway:
             self.proc = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp)
         self.endpoints = self._wait_for_endpoints()
 
-    def restart(self, crash=False):
+    def restart(self, crash=False, between=None):
         """SIGTERM (exit 0), or SIGKILL if `crash`, then `weft serve` again
-        with the same data directory and flags (new ports)."""
+        with the same data directory and flags (new ports); `between` is
+        called while it is stopped."""
         started = time.monotonic()
         self.proc.send_signal(signal.SIGKILL if crash else signal.SIGTERM)
         code = self.proc.wait(timeout=STOP_TIMEOUT)
         assert code == (-signal.SIGKILL if crash else 0), self.log()
         self.stop_seconds = time.monotonic() - started
+        if between is not None:
+            between()
         self._start("ab")
         self.url = "http://" + self.endpoints["rest"]
 
