@@ -563,7 +563,7 @@ void apply_spoke_cache(Config& c, const json& object) {
 void apply_object_store(Config& c, const json& object) {
   auto& o = c.ns.object_store.emplace();
   bool credentials = false;
-  members("object_store", object, {"endpoint", "bucket", "prefix", "region", "credentials", "ca_file"},
+  members("object_store", object, {"endpoint", "bucket", "prefix", "region", "credentials", "ca_file", "timeout_s"},
           [&](std::string_view name, const std::string& key, const json& v) {
             if (name == "endpoint") {
               o.endpoint = http_url(key, string_of(key, v), "endpoint");
@@ -576,6 +576,8 @@ void apply_object_store(Config& c, const json& object) {
               check_region(key, o.region);
             } else if (name == "ca_file") {
               o.ca_file = readable_file(key, v);
+            } else if (name == "timeout_s") {
+              o.timeout = std::chrono::seconds(integer_of(key, v, 1, 600));
             } else {
               std::tie(o.access_key, o.secret_key) =
                   credentials_of(key, string_of(key, v), "S3", "access_key_id", "secret_access_key");

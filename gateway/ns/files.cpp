@@ -32,6 +32,7 @@ Errc from_errno(int e) {
     case EDQUOT: return Errc::no_space;
     case EFBIG: return Errc::too_big;
     case ENOENT: return Errc::stale;
+    case EHOSTUNREACH: return Errc::unavailable;  // what open_sealed() says of an object store it cannot reach
     default: return Errc::io;
   }
 }
@@ -513,7 +514,7 @@ int Namespace::Impl::open_sealed(std::uint64_t fid) {
     auto got = packs->get(fid, out);
     if (got) return 0;
     spdlog::error("ns: the pack of data file {} was not fetched: {}", fid, got.error().message);
-    return got.error().code == connectors::Errc::not_found ? -ENOENT : -EIO;
+    return got.error().code == connectors::Errc::not_found ? -ENOENT : -EHOSTUNREACH;
   });
   if (e < 0) return e;
   return store->open_file(fid, O_RDONLY);

@@ -1104,7 +1104,7 @@ Status Namespace::Impl::start() {
   if (const auto& o = opt.object_store) {
     auto p = objects::PackStore::open({.endpoint = o->endpoint, .bucket = o->bucket, .prefix = o->prefix,
                                        .access_key = o->access_key, .secret_key = o->secret_key,
-                                       .region = o->region, .ca_file = o->ca_file});
+                                       .region = o->region, .ca_file = o->ca_file, .timeout = o->timeout});
     if (!p) {
       spdlog::error("ns: cannot use the object store: {}", p.error().message);
       return Errc::unavailable;

@@ -63,6 +63,7 @@ struct Options {
     std::string bucket, prefix;
     std::string access_key, secret_key, region = "us-east-1";
     std::string ca_file;
+    std::chrono::milliseconds timeout{std::chrono::seconds(60)};  // per request
   };
   std::optional<ObjectStore> object_store;
 };

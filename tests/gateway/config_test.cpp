@@ -397,7 +397,7 @@ TEST_CASE("the object-store data engine: endpoint, bucket, prefix and credential
   const std::string keys = dir / "keys.json";
   std::ofstream(keys) << R"({"access_key_id": "AKID", "secret_access_key": "SK"})";
   auto c = parse(R"({"object_store": {"endpoint": "http://10.0.0.9:9000/", "bucket": "weft-data", "prefix": "/site-a/",
-                                       "region": "eu-west-1", "credentials": ")" + keys + R"("}})");
+                                       "region": "eu-west-1", "credentials": ")" + keys + R"(", "timeout_s": 5}})");
   REQUIRE(c.has_value());
   REQUIRE(c->ns.object_store.has_value());
   const auto& o = *c->ns.object_store;
@@ -407,6 +407,9 @@ TEST_CASE("the object-store data engine: endpoint, bucket, prefix and credential
   CHECK(o.region == "eu-west-1");
   CHECK(o.access_key == "AKID");
   CHECK(o.secret_key == "SK");
+  CHECK(o.timeout == std::chrono::seconds(5));
+  CHECK(parse(R"({"object_store": {"endpoint": "http://h:1", "bucket": "abc", "credentials": ")" + keys + R"("}})")
+            ->ns.object_store->timeout == std::chrono::seconds(60));
 
   CHECK(error_of(R"({"object_store": {"bucket": "b-1"}})") ==
         R"(config: object_store: needs "endpoint", "bucket" and "credentials")");
@@ -418,7 +421,8 @@ TEST_CASE("the object-store data engine: endpoint, bucket, prefix and credential
                  R"("}})").starts_with("config: object_store.credentials: cannot read "));
   CHECK(error_of(R"({"object_store": {"endpoint": "http://h:1", "bucket": "abc", "credentials": ")" + keys +
                  R"(", "part": 1}})") ==
-        "config: object_store.part: unknown key (expected one of endpoint, bucket, prefix, region, credentials, ca_file)");
+        "config: object_store.part: unknown key (expected one of endpoint, bucket, prefix, region, credentials, ca_file, "
+        "timeout_s)");
 }
 
 TEST_CASE("spoke mounts: from the file and from --spoke, each mistake named") {

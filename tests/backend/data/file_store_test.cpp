@@ -173,3 +173,36 @@ TEST_CASE("reopening keeps files; a file in the way of DIR is an error") {
   CHECK(data::FileStore::open(dir / "file/data", &err) == nullptr);
   CHECK(err < 0);
 }
+
+TEST_CASE("fill: the file gets its name only once complete; a failed fill leaves nothing") {
+  test::TempDir dir;
+  auto store = open_store(dir.path().string());
+  CHECK(store->fill(513, [](int fd) {
+    write_all(fd, "from the pack");
+    return 0;
+  }) == 0);
+  int fd = store->open_file(513, O_RDONLY);
+  REQUIRE(fd >= 0);
+  CHECK(read_all(fd) == "from the pack");
+  ::close(fd);
+
+  // A fill that fails (a fetch cut off) names nothing, and leaves no temporary.
+  CHECK(store->fill(514, [](int fd) {
+    write_all(fd, "half of it");
+    return -EIO;
+  }) == -EIO);
+  CHECK_FALSE(store->exists(514));
+  CHECK(listing(*store) == std::set<std::uint64_t>{513});
+  auto paths = relative_paths(dir.path().string());
+  std::sort(paths.begin(), paths.end());
+  CHECK(paths == std::vector<std::string>{"01", "01/513", "02"});  // 514's fanout directory, empty
+
+  // Filled meanwhile by another thread: that one's file stays.
+  CHECK(store->fill(513, [](int fd) {
+    write_all(fd, "a second fetch");
+    return 0;
+  }) == 0);
+  fd = store->open_file(513, O_RDONLY);
+  CHECK(read_all(fd) == "from the pack");
+  ::close(fd);
+}

@@ -15,6 +15,9 @@ started with "object_store" in its config, pointing at it:
     small ones, kept in the metadata, are not);
   - with its local data files deleted while it is stopped, the node serves
     every file again, fetched from the packs;
+  - while the object store does not answer (stopped with SIGSTOP for 20 s),
+    the node serves what it holds and keeps small files, refuses a file that
+    needs a pack with 503 ServiceUnavailable, and takes it once it is back;
   - with the object store gone, the node refuses to start and says why.
 
 Exit status: BIN's or this script's; 77 (ctest's SKIP_RETURN_CODE) when the
@@ -26,9 +29,11 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "connectors"))
@@ -39,14 +44,15 @@ from connectors_test import SKIP, Moto, WeftSite, skip  # noqa: E402
 PACK_PREFIX = "node-a"
 
 
-def s3_client(url, key, secret):
+def s3_client(url, key, secret, attempts=None):
     try:
         import boto3
         from botocore.config import Config
     except ImportError:
         skip("boto3 is not installed (Debian's python3-boto3)")
+    retries = {"max_attempts": attempts, "mode": "standard"} if attempts else None
     return boto3.client("s3", endpoint_url=url, aws_access_key_id=key, aws_secret_access_key=secret,
-                        region_name="us-east-1", config=Config(s3={"addressing_style": "path"}))
+                        region_name="us-east-1", config=Config(s3={"addressing_style": "path"}, retries=retries))
 
 
 def node_files():
@@ -58,12 +64,44 @@ def node_files():
     return files
 
 
-def check_node(weft, store, tmp):
+def check_outage(s3, files, store_pid):
+    """The object store stops answering for 20 s, then comes back."""
+    import botocore.exceptions
+    outage = 20
+    big = hashlib.shake_256(b"during the outage").digest(1 << 20)
+    os.kill(store_pid, signal.SIGSTOP)
+    started = time.monotonic()
+    try:
+        for name, body in files.items():
+            assert s3.get_object(Bucket="train", Key=name)["Body"].read() == body, name
+        s3.put_object(Bucket="train", Key="small-during.txt", Body=b"kept in the metadata")
+        try:
+            s3.put_object(Bucket="train", Key="big-during.bin", Body=big)
+            raise AssertionError("a file that needs a pack was taken while the object store was gone")
+        except botocore.exceptions.ClientError as e:
+            code = (e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"])
+            assert code == (503, "ServiceUnavailable"), code
+        try:
+            s3.head_object(Bucket="train", Key="big-during.bin")
+            raise AssertionError("the refused file is there")
+        except botocore.exceptions.ClientError as e:
+            assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 404, e.response
+        time.sleep(max(0.0, outage - (time.monotonic() - started)))
+    finally:
+        os.kill(store_pid, signal.SIGCONT)
+    s3.put_object(Bucket="train", Key="big-during.bin", Body=big)
+    assert s3.get_object(Bucket="train", Key="big-during.bin")["Body"].read() == big
+    assert s3.get_object(Bucket="train", Key="small-during.txt")["Body"].read() == b"kept in the metadata"
+    print("ok: object store gone %d s: reads and small files went on, a big file got 503, "
+          "and was taken once it was back" % outage, flush=True)
+
+
+def check_node(weft, store, tmp, store_pid):
     from gateway import Gateway
     creds = tmp / "store-credentials.json"
     creds.write_text(json.dumps({"access_key_id": store["key"], "secret_access_key": store["secret"]}))
     config = {"object_store": {"endpoint": store["url"], "bucket": store["bucket"], "prefix": PACK_PREFIX,
-                               "credentials": str(creds)}}
+                               "credentials": str(creds), "timeout_s": 3}}
     node = Gateway(weft, protocols=("rest", "s3"), config=config, prefix="weft-obj-node-")
     try:
         c = node.credentials
@@ -106,6 +144,10 @@ def check_node(weft, store, tmp):
         after = [o["Key"] for page in pages for o in page.get("Contents", [])]
         assert len(after) == len(packs) - 1 + 4, "%d packs after overwrites (4 versions kept)" % len(after)
         print("ok: trimmed versions' packs removed (%d packs)" % len(after), flush=True)
+
+        files["big-0.bin"] = hashlib.shake_256(b"again 5").digest(70_000)
+        check_outage(s3_client("http://" + node.endpoints["s3"], c["access_key_id"], c["secret_access_key"], 1),
+                     files, store_pid)
     finally:
         node.stop()
     return config
@@ -146,7 +188,8 @@ def main():
         code = subprocess.run([args.tests, *(args.only or [])], env=env).returncode
         if code != 0 or args.only is not None:
             return code
-        config = check_node(args.weft, store, tmp)
+        store_pid = (server.proc if args.server == "moto" else server.gw.proc).pid
+        config = check_node(args.weft, store, tmp, store_pid)
     finally:
         server.stop()
     check_refusal(args.weft, config, tmp)
