@@ -24,13 +24,20 @@ bool PostgresLocal::available() {
   return false;
 }
 
+namespace {
+
+// A new, empty schema on the test binary's server; "" without a server.
+std::string fresh_schema() {
+  std::string why;
+  auto* server = weft::test::PostgresServer::shared(&why);
+  return server ? server->fresh_schema() : std::string();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Namespace>> PostgresLocal::open(Options options) {
-  if (metadata_.empty()) {
-    std::string why;
-    auto* server = weft::test::PostgresServer::shared(&why);
-    if (!server) return Errc::unavailable;
-    metadata_ = server->fresh_schema();
-  }
+  if (metadata_.empty()) metadata_ = fresh_schema();
+  if (metadata_.empty()) return Errc::unavailable;
   options.data_dir = (dir_.path() / "data").string();
   options.metadata = metadata_;
   return Namespace::open(options);
@@ -46,13 +53,11 @@ bool PostgresObjects::available() {
 
 Result<std::unique_ptr<Namespace>> PostgresObjects::open(Options options) {
   if (metadata_.empty()) {
-    std::string why;
-    auto* server = weft::test::PostgresServer::shared(&why);
-    if (!server) return Errc::unavailable;
-    metadata_ = server->fresh_schema();
+    metadata_ = fresh_schema();
     static std::atomic<int> next{0};
     prefix_ = "conformance/" + std::to_string(::getpid()) + "-" + std::to_string(next++);
   }
+  if (metadata_.empty()) return Errc::unavailable;
   options.data_dir = (dir_.path() / "data").string();
   options.metadata = metadata_;
   options.object_store = Options::ObjectStore{.endpoint = std::getenv("WEFT_OBJ_URL"),
