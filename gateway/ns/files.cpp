@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -101,7 +102,7 @@ std::shared_ptr<FileState> Namespace::Impl::file_state(const rec::InodeRec& r) {
     fs->ctime_ns = r.attr.ctime_ns;
     fs->change = r.attr.change;
     if (r.fid) {
-      fs->fd = fs->working ? store->open_file(r.fid, O_RDWR) : open_sealed(r.fid);
+      fs->fd = fs->working ? store->open_file(r.fid, O_RDWR) : open_sealed(r.fid, r.attr.ino, r.attr.version);
       if (fs->fd < 0)
         spdlog::error("ns: data file {} of inode {} cannot be opened: {}", r.fid, r.attr.ino, std::strerror(-fs->fd));
     } else if (r.attr.version && r.attr.size) {
@@ -147,7 +148,7 @@ Result<Handle> Namespace::Impl::open(const OpContext& ctx, Ino ino, OpenFlags fl
   // A pack is fetched here, not in file_state() under files_mu, so that a
   // large fetch holds up no other file's open.
   if (packs && r->fid && !r->attr.dirty && !store->exists(r->fid)) {
-    int fd = open_sealed(r->fid);
+    int fd = open_sealed(r->fid, r->attr.ino, r->attr.version);
     if (fd < 0) return from_errno(-fd);
     ::close(fd);
   }
@@ -507,17 +508,40 @@ Status Namespace::Impl::publish(const FileState& fs) {
   return {};
 }
 
-int Namespace::Impl::open_sealed(std::uint64_t fid) {
+int Namespace::Impl::open_sealed(std::uint64_t fid, Ino ino, std::uint64_t version) {
   int fd = store->open_file(fid, O_RDONLY);
   if (fd != -ENOENT || !packs) return fd;
   int e = store->fill(fid, [&](int out) {
     auto got = packs->get(fid, out);
-    if (got) return 0;
+    if (got) return check_fetched(out, ino, version);
     spdlog::error("ns: the pack of data file {} was not fetched: {}", fid, got.error().message);
     return got.error().code == connectors::Errc::not_found ? -ENOENT : -EHOSTUNREACH;
   });
   if (e < 0) return e;
   return store->open_file(fid, O_RDONLY);
+}
+
+int Namespace::Impl::check_fetched(int fd, Ino ino, std::uint64_t version) {
+  std::string value;
+  kv::Status s = kv->get(rec::key_version(ino, version), &value);
+  if (!s.ok()) return s.not_found() ? -ENOENT : -EIO;
+  auto vr = rec::decode_version(value);
+  auto m = vr ? data::decode_manifest(vr->manifest) : std::nullopt;
+  if (!m) return -EIO;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return -errno;
+  bool good = static_cast<std::uint64_t>(st.st_size) == m->size;
+  std::string chunk;
+  for (std::size_t i = 0; good && i < m->chunks.size(); ++i) {
+    const auto& c = m->chunks[i];
+    chunk.resize(c.length);
+    auto bytes = std::as_writable_bytes(std::span(chunk.data(), chunk.size()));
+    if (auto r = read_fully(fd, c.offset, bytes); !r) return -EIO;
+    good = data::sha256(bytes) == c.digest;
+  }
+  if (good) return 0;
+  spdlog::error("ns: the pack of version {} of inode {} does not match its manifest; not kept", version, ino);
+  return -EIO;
 }
 
 void Namespace::Impl::record_version(Batch& b, rec::InodeRec& r, FileState& fs, const Sealed& content) {
@@ -762,7 +786,7 @@ Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs,
       std::unique_lock llock(live->mu);
       if (live->working && live->fid && live->fid != node.fid) store->remove(live->fid);
       if (live->fd >= 0) ::close(live->fd);
-      live->fd = node.fid ? open_sealed(node.fid) : -1;
+      live->fd = node.fid ? open_sealed(node.fid, node.attr.ino, node.attr.version) : -1;
       live->fid = node.fid;
       live->inline_data = node.fid ? std::string() : fs.inline_data;
       live->working = false;
@@ -912,7 +936,7 @@ Result<std::size_t> Namespace::Impl::read_version(const OpContext& ctx, Ino ino,
     if (!bytes) return bytes.error();
     std::memcpy(out.data(), (*bytes)->data() + off, n);
   } else {
-    int fd = open_sealed(loc->fid);
+    int fd = open_sealed(loc->fid, ino, version);
     if (fd < 0) return from_errno(-fd);
     Status s = read_fully(fd, off, out.first(n));
     ::close(fd);

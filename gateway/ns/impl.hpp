@@ -404,9 +404,12 @@ struct Namespace::Impl {
   // With an object store: stores a sealed data file's pack before the
   // version is recorded, so an acknowledged version is in the shared store.
   Status publish(const FileState& fs);
-  // A sealed data file opened for reading; with an object store, a file
-  // this node lacks is fetched from its pack first.
-  int open_sealed(std::uint64_t fid);
+  // The sealed data file of version `version` of `ino`, opened for
+  // reading; with an object store, a file this node lacks is fetched from
+  // its pack first, and kept only if every chunk of the version's manifest
+  // hashes to its name (-EIO otherwise).
+  int open_sealed(std::uint64_t fid, Ino ino, std::uint64_t version);
+  int check_fetched(int fd, Ino ino, std::uint64_t version);
   void record_version(Batch& b, rec::InodeRec& r, FileState& fs, const Sealed& content);
   // After a seal has committed: the open file now reads the sealed version.
   void sealed(FileState& fs, Sealed& content);

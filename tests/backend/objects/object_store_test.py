@@ -14,7 +14,8 @@ started with "object_store" in its config, pointing at it:
   - files written over S3 to the node are in the bucket as packs (the
     small ones, kept in the metadata, are not);
   - with its local data files deleted while it is stopped, the node serves
-    every file again, fetched from the packs;
+    every file again, fetched from the packs; a pack damaged in the bucket
+    is refused (500), not served, until it is right again;
   - while the object store does not answer (stopped with SIGSTOP for 20 s),
     the node serves what it holds and keeps small files, refuses a file that
     needs a pack with 503 ServiceUnavailable, and takes it once it is back;
@@ -45,6 +46,7 @@ PACK_PREFIX = "node-a"
 
 
 def s3_client(url, key, secret, attempts=None):
+    """A boto3 client (path style); `attempts`: at most that many tries of a call."""
     try:
         import boto3
         from botocore.config import Config
@@ -97,6 +99,7 @@ def check_outage(s3, files, store_pid):
 
 
 def check_node(weft, store, tmp, store_pid):
+    import botocore.exceptions
     from gateway import Gateway
     creds = tmp / "store-credentials.json"
     creds.write_text(json.dumps({"access_key_id": store["key"], "secret_access_key": store["secret"]}))
@@ -120,6 +123,11 @@ def check_node(weft, store, tmp, store_pid):
 
         local = node.data / "data"
 
+        # The pack of big-1.bin (its only version: the pack is the file) with one byte changed.
+        damaged_key = next(k for k, size in packs.items() if size == len(files["big-1.bin"]))
+        damaged = bytearray(files["big-1.bin"])
+        damaged[12345] ^= 0xFF
+
         def wipe_local_data():
             removed = 0
             for f in local.rglob("*"):
@@ -127,15 +135,24 @@ def check_node(weft, store, tmp, store_pid):
                     f.unlink()
                     removed += 1
             assert removed == len(packs), "%d local data files, %d packs" % (removed, len(packs))
+            bucket.put_object(Bucket=store["bucket"], Key=damaged_key, Body=bytes(damaged))
 
         node.restart(between=wipe_local_data)
         s3 = s3_client("http://" + node.endpoints["s3"], c["access_key_id"], c["secret_access_key"])
+        try:
+            s3_client("http://" + node.endpoints["s3"], c["access_key_id"], c["secret_access_key"], 1).get_object(
+                Bucket="train", Key="big-1.bin")["Body"].read()
+            raise AssertionError("a damaged pack was served")
+        except botocore.exceptions.ClientError as e:
+            assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 500, e.response
+        assert "does not match its manifest" in node.log()
+        bucket.put_object(Bucket=store["bucket"], Key=damaged_key, Body=files["big-1.bin"])
         for name, body in files.items():
             got = s3.get_object(Bucket="train", Key=name)["Body"].read()
             assert got == body, "%s: %d bytes back, %d written" % (name, len(got), len(body))
         refetched = sum(1 for f in local.rglob("*") if f.is_file())
         assert refetched == len(packs), "%d local data files after the reads" % refetched
-        print("ok: local data files deleted, every file read back from the packs", flush=True)
+        print("ok: local data files deleted, every file read back from the packs; a damaged pack refused", flush=True)
 
         # Overwrites beyond the versions kept remove the old packs.
         for i in range(6):
