@@ -114,10 +114,12 @@ struct PackStore::Impl {
     co_return co_await std::move(op);
   }
 
+  // Where the packs lie: "PREFIX/packs/".
+  std::string packs_prefix() const { return (o.prefix.empty() ? std::string() : o.prefix + "/") + "packs/"; }
   std::string key_of(std::uint64_t fid) const {
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fid));
-    return (o.prefix.empty() ? std::string() : o.prefix + "/") + "packs/" + hex;
+    return packs_prefix() + hex;
   }
 
   // Runs `part(i)` for i in [first, count) with o.parallel of them in
@@ -288,7 +290,7 @@ Status PackStore::remove(std::uint64_t fid) {
 }
 
 Status PackStore::for_each(const std::function<void(std::uint64_t fid)>& fn) {
-  const std::string prefix = impl_->key_of(0).substr(0, impl_->key_of(0).size() - 16);
+  const std::string prefix = impl_->packs_prefix();
   std::string token;
   do {
     S3Call call{"GET", "", {{"list-type", "2"}, {"prefix", prefix}, {"max-keys", "1000"}}, {}, {}};

@@ -448,18 +448,27 @@ Result<std::vector<CachePin>> Namespace::cache_pins(const OpContext& ctx) const 
   return impl_->spokes->pins();
 }
 
+namespace {
+
+// What evict_cached and held_cached ask before they walk a mount: a live
+// context, an administrator, spoke mounts that are up.
+Status may_walk_cache(Namespace::Impl& im, const OpContext& ctx) {
+  if (auto s = im.check_ctx(ctx, std::chrono::steady_clock::now()); !s) return s.error();
+  if (!ctx.principal.admin) return Errc::perm;
+  if (!im.spokes || im.closed) return Errc::unavailable;
+  return {};
+}
+
+}  // namespace
+
 Task<CacheEvicted> Namespace::evict_cached(const OpContext& ctx, std::optional<Ino> ino) {
-  if (auto s = impl_->check_ctx(ctx, std::chrono::steady_clock::now()); !s) co_return s.error();
-  if (!ctx.principal.admin) co_return Errc::perm;
-  if (!impl_->spokes || impl_->closed) co_return Errc::unavailable;
+  if (auto s = may_walk_cache(*impl_, ctx); !s) co_return s.error();
   auto op = impl_->spokes->evict(ctx, ino);
   co_return co_await std::move(op);
 }
 
 Task<CacheHeld> Namespace::held_cached(const OpContext& ctx, Ino ino) {
-  if (auto s = impl_->check_ctx(ctx, std::chrono::steady_clock::now()); !s) co_return s.error();
-  if (!ctx.principal.admin) co_return Errc::perm;
-  if (!impl_->spokes || impl_->closed) co_return Errc::unavailable;
+  if (auto s = may_walk_cache(*impl_, ctx); !s) co_return s.error();
   auto op = impl_->spokes->held(ctx, ino);
   co_return co_await std::move(op);
 }
