@@ -16,6 +16,12 @@
 //  - Errors are values (no exceptions).
 //  - A range [begin, end) with an empty `end` has no upper bound (what
 //    prefix_end() returns for a prefix of only 0xff bytes).
+//  - A log is the keys under a prefix, each the prefix followed by a 64-bit
+//    big-endian sequence number that the store assigns at commit (append()),
+//    one above the log's greatest, so that across every client of the store
+//    (every node sharing a PostgreSQL one) sequence order is commit order:
+//    once a record is visible, so is every record before it. Readers can
+//    then follow a log by its sequence numbers without ever skipping one.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +56,9 @@ class Txn {
   virtual Status get(std::string_view key, std::string* value, bool for_update = false) = 0;
   virtual void put(std::string_view key, std::string_view value) = 0;
   virtual void erase(std::string_view key) = 0;
+  // Appends `value` to the log under the key prefix `log`; its sequence
+  // number is assigned by commit().
+  virtual void append(std::string_view log, std::string_view value) = 0;
   // Keys in [begin, end), ascending; limit 0 means no limit. Sees own writes.
   virtual Status scan(std::string_view begin, std::string_view end, std::size_t limit,
                       const ScanFn& fn) = 0;
@@ -69,6 +78,10 @@ class Store {
                       std::string* value) = 0;
   // Makes everything committed so far durable (used at shutdown).
   virtual Status flush() = 0;
+  // The greatest sequence number of the log under `log` that is durable
+  // with every record before it (0 while the log is empty), making what is
+  // committed durable first where it is not yet.
+  virtual Status log_horizon(std::string_view log, std::uint64_t* seq) = 0;
   // Engine statistics for metrics (approximate bytes on disk, memtable and
   // block-cache usage); names are engine-specific.
   virtual std::optional<std::uint64_t> property(std::string_view name) = 0;
@@ -103,5 +116,10 @@ std::unique_ptr<Store> open_address(std::string_view address, RocksDbOptions roc
 // The upper bound of a prefix scan: the smallest key greater than every key
 // starting with `prefix` (empty if none exists).
 std::string prefix_end(std::string_view prefix);
+
+// The key of record `seq` of the log under `log`, and a log key's sequence
+// number.
+std::string log_key(std::string_view log, std::uint64_t seq);
+std::uint64_t log_seq(std::string_view key);
 
 }  // namespace weft::kv

@@ -9,7 +9,9 @@
 // still hold the values read (absent ones still absent) and applies the
 // writes, in a SERIALIZABLE transaction so that a concurrent insert of a key
 // checked as absent is caught too. A failed check or a serialisation failure
-// is Code::conflict: the caller retries from scratch.
+// is Code::conflict: the caller retries from scratch. Log records
+// (Txn::append) are numbered by that function too, under a lock that makes
+// number order commit order across nodes (kSchema).
 #include "backend/kv/kv.hpp"
 
 #include <libpq-fe.h>
@@ -17,6 +19,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <map>
@@ -28,26 +31,45 @@
 namespace weft::kv {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 constexpr Oid kByteaOid = 17;
 constexpr Oid kByteaArrayOid = 1001;
 constexpr Oid kBoolOid = 16;
 // Rows fetched per round trip while scanning.
 constexpr std::size_t kScanPage = 512;
 
-// The schema, created (or brought up to date) by the first node that opens
-// an empty database. The advisory lock keeps two nodes starting at once from
-// racing through it.
-constexpr const char* kSchema = R"sql(
+// The first step of opening: the version the database is at (none when it
+// is empty), read under an advisory lock that keeps two nodes starting at
+// once from racing through the schema. The transaction stays open for
+// kSchema or a ROLLBACK.
+constexpr const char* kSchemaVersionQuery = R"sql(
+BEGIN;
 SELECT pg_advisory_xact_lock(7365726166);
 CREATE TABLE IF NOT EXISTS weft_schema (version integer NOT NULL);
+SELECT max(version)::text FROM weft_schema;
+)sql";
+
+// The schema, created in an empty database or brought up from an older
+// version (1 had no logs: their lock table and commit's log arguments are
+// new), then committed with the version.
+//
+// Log records are numbered in commit order across nodes (kv.hpp): a commit
+// that appends takes weft_log_lock before its snapshot (a LOCK TABLE comes
+// before it in the transaction), numbers its records one above the log's
+// greatest, and holds the lock until it has committed, so the next one
+// numbers after it and sees it.
+constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS weft_kv (k bytea PRIMARY KEY, v bytea NOT NULL);
 CREATE TABLE IF NOT EXISTS weft_flush (backend integer PRIMARY KEY, n bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS weft_log_lock ();
+DROP FUNCTION IF EXISTS weft_kv_commit(bytea[], bytea[], bytea[], bytea[], bytea[], boolean);
 CREATE OR REPLACE FUNCTION weft_kv_commit(ck bytea[], cv bytea[], pk bytea[], pv bytea[],
-                                          dk bytea[], durable boolean)
+                                          dk bytea[], lk bytea[], le bytea[], lv bytea[],
+                                          durable boolean)
 RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
   cur bytea;
+  seq bigint;
 BEGIN
   IF NOT durable THEN
     PERFORM set_config('synchronous_commit', 'off', true);
@@ -62,8 +84,26 @@ BEGIN
   DELETE FROM weft_kv WHERE k = ANY (dk);
   INSERT INTO weft_kv (k, v) SELECT * FROM unnest(pk, pv)
     ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v;
+  -- Records come grouped by log; le is the log's upper bound (NULL: none).
+  FOR i IN 1 .. coalesce(array_length(lv, 1), 0) LOOP
+    IF i = 1 OR lk[i] IS DISTINCT FROM lk[i - 1] THEN
+      cur := NULL;
+      IF le[i] IS NULL THEN
+        SELECT k INTO cur FROM weft_kv WHERE k >= lk[i] ORDER BY k DESC LIMIT 1;
+      ELSE
+        SELECT k INTO cur FROM weft_kv WHERE k >= lk[i] AND k < le[i] ORDER BY k DESC LIMIT 1;
+      END IF;
+      seq := 0;
+      IF cur IS NOT NULL THEN
+        seq := ('x' || encode(substring(cur FROM length(lk[i]) + 1 FOR 8), 'hex'))::bit(64)::bigint;
+      END IF;
+    END IF;
+    seq := seq + 1;
+    INSERT INTO weft_kv (k, v) VALUES (lk[i] || decode(lpad(to_hex(seq), 16, '0'), 'hex'), lv[i]);
+  END LOOP;
   RETURN true;
 END $$;
+DELETE FROM weft_schema;
 )sql";
 
 using PgResult = std::unique_ptr<PGresult, decltype(&PQclear)>;
@@ -346,13 +386,17 @@ class PgTxn final : public Txn {
 
   void erase(std::string_view key) override { writes_.insert_or_assign(std::string(key), std::nullopt); }
 
+  void append(std::string_view log, std::string_view value) override {
+    appends_.emplace_back(std::string(log), std::string(value));
+  }
+
   Status scan(std::string_view begin, std::string_view end, std::size_t limit,
               const ScanFn& fn) override {
     return merged_scan(pool_, begin, end, limit, &writes_, fn);
   }
 
   Status commit(Durability durability) override {
-    std::vector<std::optional<std::string_view>> ck, cv, pk, pv, dk;
+    std::vector<std::optional<std::string_view>> ck, cv, pk, pv, dk, lk, le, lv;
     for (const auto& [k, v] : checks_) {
       ck.emplace_back(k);
       cv.push_back(v ? std::optional<std::string_view>(*v) : std::nullopt);
@@ -365,24 +409,56 @@ class PgTxn final : public Txn {
         dk.emplace_back(k);
       }
     }
+    // weft_kv_commit takes records grouped by log, in append order within one.
+    std::stable_sort(appends_.begin(), appends_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::string> ends;
+    ends.reserve(appends_.size());
+    for (const auto& [log, value] : appends_) {
+      ends.push_back(prefix_end(log));
+      lk.emplace_back(log);
+      le.push_back(ends.back().empty() ? std::nullopt : std::optional<std::string_view>(ends.back()));
+      lv.emplace_back(value);
+    }
     std::vector<Param> params{bytea_array(ck), bytea_array(cv), bytea_array(pk), bytea_array(pv),
-                              bytea_array(dk),
+                              bytea_array(dk), bytea_array(lk), bytea_array(le), bytea_array(lv),
                               {kBoolOid, std::string(1, durability == Durability::sync ? 1 : 0)}};
     auto conn = pool_.acquire();
     Status st;
-    auto r = exec(conn, "SELECT weft_kv_commit($1, $2, $3, $4, $5, $6)", params, &st, false);
-    if (!st.ok()) return st;
+    // A commit that appends runs in a transaction that takes the log lock
+    // before its snapshot (kSchema says why); one without runs as a single
+    // statement.
+    bool explicit_txn = !appends_.empty();
+    if (explicit_txn) {
+      exec(conn, "BEGIN", {}, &st, false);
+      if (st.ok()) exec(conn, "LOCK TABLE weft_log_lock IN EXCLUSIVE MODE", {}, &st, false);
+      if (!st.ok()) return end_failed(conn, st);
+    }
+    auto r = exec(conn, "SELECT weft_kv_commit($1, $2, $3, $4, $5, $6, $7, $8, $9)", params, &st, false);
+    if (!st.ok()) return end_failed(conn, st);
     if (PQntuples(r.get()) != 1 || PQgetlength(r.get(), 0, 0) != 1)
-      return {Code::io_error, "PostgreSQL: unexpected reply to commit"};
+      return end_failed(conn, {Code::io_error, "PostgreSQL: unexpected reply to commit"});
     if (PQgetvalue(r.get(), 0, 0)[0] == 0)
-      return {Code::conflict, "a key read for update was changed by another transaction"};
-    return Status::Ok();
+      return end_failed(conn, {Code::conflict, "a key read for update was changed by another transaction"});
+    if (explicit_txn) exec(conn, "COMMIT", {}, &st, false);
+    return st;
   }
 
  private:
+  // Ends a failed commit: an explicit transaction is rolled back so that
+  // the connection goes back to the pool clean.
+  Status end_failed(Conn& conn, Status failure) {
+    if (!appends_.empty() && PQtransactionStatus(conn.get()) != PQTRANS_IDLE) {
+      Status ignored;
+      exec(conn, "ROLLBACK", {}, &ignored, false);
+    }
+    return failure;
+  }
+
   Pool& pool_;
   Overlay writes_;
   std::map<std::string, std::optional<std::string>, std::less<>> checks_;
+  std::vector<std::pair<std::string, std::string>> appends_;
 };
 
 class PgStore final : public Store {
@@ -434,6 +510,24 @@ class PgStore final : public Store {
     return st;
   }
 
+  Status log_horizon(std::string_view log, std::uint64_t* seq) override {
+    std::string key, value;
+    Status st = last(log, prefix_end(log), &key, &value);
+    if (!st.ok() && !st.not_found()) return st;
+    *seq = st.ok() ? log_seq(key) : 0;
+    {
+      std::lock_guard lock(durable_mu_);
+      if (durable_[std::string(log)] >= *seq) return Status::Ok();
+    }
+    // The greatest record is committed, perhaps not yet durable (commits
+    // are asynchronous); every commit before it is made durable with it.
+    if (st = flush(); !st.ok()) return st;
+    std::lock_guard lock(durable_mu_);
+    auto& d = durable_[std::string(log)];
+    d = std::max(d, *seq);
+    return Status::Ok();
+  }
+
   std::optional<std::uint64_t> property(std::string_view name) override {
     if (name != "postgres.table-bytes") return std::nullopt;
     auto conn = pool_.acquire();
@@ -446,28 +540,43 @@ class PgStore final : public Store {
   Status open(const PostgresOptions& o) {
     if (auto s = pool_.fill(o.conninfo, o.connections ? o.connections : 1); !s.ok()) return s;
     auto conn = pool_.acquire();
-    // The schema statements run as one transaction (a multi-statement
-    // simple query is one), so a half-made schema is never seen.
-    PgResult made(PQexec(conn.get(), kSchema), PQclear);
-    if (PQresultStatus(made.get()) != PGRES_TUPLES_OK && PQresultStatus(made.get()) != PGRES_COMMAND_OK)
-      return {Code::io_error, "cannot create the metadata schema: " + error_of(conn.get(), made.get()).message};
-    Status st;
-    auto r = exec(conn, "SELECT max(version)::text FROM weft_schema", {}, &st);
-    if (!st.ok()) return st;
-    if (PQgetisnull(r.get(), 0, 0)) {
-      exec(conn, ("INSERT INTO weft_schema VALUES (" + std::to_string(kSchemaVersion) + ")").c_str(),
-           {}, &st);
-      return st;
+    PGconn* c = conn.get();
+    auto ok = [](const PgResult& r) {
+      auto st = PQresultStatus(r.get());
+      return st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK;
+    };
+    auto rollback = [&] { PgResult(PQexec(c, "ROLLBACK"), PQclear); };
+    // Multi-statement simple queries; PQexec answers with the last result.
+    PgResult r(PQexec(c, kSchemaVersionQuery), PQclear);
+    if (!ok(r) || PQntuples(r.get()) != 1) {
+      Status s{Code::io_error, "cannot read the metadata schema version: " + error_of(c, r.get()).message};
+      rollback();
+      return s;
     }
-    int version = std::stoi(std::string(field(r.get(), 0, 0)));
-    if (version != kSchemaVersion)
+    int version = PQgetisnull(r.get(), 0, 0) ? 0 : std::stoi(std::string(field(r.get(), 0, 0)));
+    if (version > kSchemaVersion) {
+      rollback();
       return {Code::invalid, "the metadata schema is at version " + std::to_string(version) +
                                  "; this weft reads version " + std::to_string(kSchemaVersion)};
+    }
+    std::string finish = "COMMIT";
+    if (version < kSchemaVersion) {
+      if (version) spdlog::info("PostgreSQL: migrating the metadata schema from version {} to {}", version, kSchemaVersion);
+      finish = std::string(kSchema) + "INSERT INTO weft_schema VALUES (" + std::to_string(kSchemaVersion) + ");COMMIT;";
+    }
+    PgResult made(PQexec(c, finish.c_str()), PQclear);
+    if (!ok(made)) {
+      Status s{Code::io_error, "cannot create the metadata schema: " + error_of(c, made.get()).message};
+      rollback();
+      return s;
+    }
     return Status::Ok();
   }
 
  private:
   Pool pool_;
+  std::mutex durable_mu_;
+  std::map<std::string, std::uint64_t, std::less<>> durable_;  // per log, known durable
 };
 
 }  // namespace

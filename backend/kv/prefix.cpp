@@ -1,3 +1,4 @@
+// Key helpers shared by every engine and by the callers of the interface.
 #include "backend/kv/kv.hpp"
 
 namespace weft::kv {
@@ -15,6 +16,20 @@ std::string prefix_end(std::string_view prefix) {
     end.pop_back();
   }
   return end;
+}
+
+std::string log_key(std::string_view log, std::uint64_t seq) {
+  std::string k(log);
+  for (int i = 7; i >= 0; --i) k.push_back(static_cast<char>((seq >> (i * 8)) & 0xff));
+  return k;
+}
+
+std::uint64_t log_seq(std::string_view key) {
+  std::uint64_t seq = 0;
+  if (key.size() < 8) return 0;
+  for (std::size_t i = key.size() - 8; i < key.size(); ++i)
+    seq = (seq << 8) | static_cast<unsigned char>(key[i]);
+  return seq;
 }
 
 }  // namespace weft::kv

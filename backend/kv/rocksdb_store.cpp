@@ -12,7 +12,11 @@
 #include <rocksdb/utilities/optimistic_transaction_db.h>
 #include <rocksdb/utilities/transaction.h>
 
+#include <algorithm>
+#include <map>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 namespace weft::kv {
 namespace {
@@ -52,9 +56,38 @@ Status scan_iterator(rocksdb::Iterator* it, std::string_view begin, std::string_
   return to_status(it->status());
 }
 
+// The logs' sequence numbers. Every client of this engine is in this
+// process, so a counter per log does: a commit that appends holds `mu` from
+// numbering its records through Commit(), which makes number order commit
+// order.
+struct Logs {
+  std::mutex mu;
+  std::map<std::string, std::uint64_t, std::less<>> committed;  // greatest per log, loaded on first use
+  std::map<std::string, std::uint64_t, std::less<>> durable;
+
+  // The greatest committed sequence number of `log`; call with mu held.
+  Status committed_of(rocksdb::DB* db, std::string_view log, std::uint64_t* seq) {
+    if (auto it = committed.find(log); it != committed.end()) return *seq = it->second, Status::Ok();
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    std::string end = prefix_end(log);
+    if (end.empty()) {
+      it->SeekToLast();
+    } else {
+      it->SeekForPrev(slice(end));
+      if (it->Valid() && view(it->key()) == end) it->Prev();
+    }
+    if (!it->status().ok()) return to_status(it->status());
+    *seq = it->Valid() && view(it->key()).substr(0, log.size()) == log ? log_seq(view(it->key())) : 0;
+    // What the store held when this process opened it is durable.
+    committed.emplace(std::string(log), *seq);
+    durable.emplace(std::string(log), *seq);
+    return Status::Ok();
+  }
+};
+
 class RocksTxn final : public Txn {
  public:
-  explicit RocksTxn(rocksdb::Transaction* txn) : txn_(txn) {}
+  RocksTxn(rocksdb::DB* db, Logs& logs, rocksdb::Transaction* txn) : db_(db), logs_(logs), txn_(txn) {}
 
   Status get(std::string_view key, std::string* value, bool for_update) override {
     rocksdb::ReadOptions ro;
@@ -68,6 +101,10 @@ class RocksTxn final : public Txn {
   }
 
   void erase(std::string_view key) override { remember(txn_->Delete(slice(key))); }
+
+  void append(std::string_view log, std::string_view value) override {
+    appends_.emplace_back(std::string(log), std::string(value));
+  }
 
   Status scan(std::string_view begin, std::string_view end, std::size_t limit,
               const ScanFn& fn) override {
@@ -89,7 +126,23 @@ class RocksTxn final : public Txn {
     rocksdb::WriteOptions wo;
     wo.sync = durability == Durability::sync;
     txn_->SetWriteOptions(wo);
-    return to_status(txn_->Commit());
+    if (appends_.empty()) return to_status(txn_->Commit());
+    std::lock_guard lock(logs_.mu);
+    std::map<std::string, std::uint64_t, std::less<>> last;
+    for (const auto& [log, value] : appends_) {
+      auto it = last.find(log);
+      if (it == last.end()) {
+        std::uint64_t seq = 0;
+        if (auto s = logs_.committed_of(db_, log, &seq); !s.ok()) return s;
+        it = last.emplace(log, seq).first;
+      }
+      remember(txn_->Put(slice(log_key(log, ++it->second)), slice(value)));
+    }
+    if (!deferred_.ok()) return deferred_;
+    auto s = to_status(txn_->Commit());
+    if (s.ok())
+      for (const auto& [log, seq] : last) logs_.committed[log] = seq;
+    return s;
   }
 
  private:
@@ -99,7 +152,10 @@ class RocksTxn final : public Txn {
     if (!s.ok() && deferred_.ok()) deferred_ = to_status(s);
   }
 
+  rocksdb::DB* db_;
+  Logs& logs_;
   std::unique_ptr<rocksdb::Transaction> txn_;
+  std::vector<std::pair<std::string, std::string>> appends_;
   Status deferred_;
 };
 
@@ -108,7 +164,7 @@ class RocksStore final : public Store {
   explicit RocksStore(rocksdb::OptimisticTransactionDB* db) : db_(db) {}
 
   std::unique_ptr<Txn> begin() override {
-    return std::make_unique<RocksTxn>(db_->BeginTransaction(rocksdb::WriteOptions()));
+    return std::make_unique<RocksTxn>(db_.get(), logs_, db_->BeginTransaction(rocksdb::WriteOptions()));
   }
 
   Status get(std::string_view key, std::string* value) override {
@@ -150,7 +206,28 @@ class RocksStore final : public Store {
   Status flush() override {
     // Commits with Durability::async sit in the WAL's OS buffers; syncing the
     // WAL makes them durable without forcing a memtable flush.
-    return to_status(db_->FlushWAL(/*sync=*/true));
+    std::map<std::string, std::uint64_t, std::less<>> committed;
+    {
+      std::lock_guard lock(logs_.mu);
+      committed = logs_.committed;
+    }
+    auto s = to_status(db_->FlushWAL(/*sync=*/true));
+    if (!s.ok()) return s;
+    std::lock_guard lock(logs_.mu);
+    for (const auto& [log, seq] : committed) logs_.durable[log] = std::max(logs_.durable[log], seq);
+    return s;
+  }
+
+  Status log_horizon(std::string_view log, std::uint64_t* seq) override {
+    {
+      std::lock_guard lock(logs_.mu);
+      if (auto s = logs_.committed_of(db_.get(), log, seq); !s.ok()) return s;
+      if (logs_.durable[std::string(log)] >= *seq) return Status::Ok();
+    }
+    if (auto s = flush(); !s.ok()) return s;
+    std::lock_guard lock(logs_.mu);
+    *seq = logs_.durable[std::string(log)];
+    return Status::Ok();
   }
 
   std::optional<std::uint64_t> property(std::string_view name) override {
@@ -161,6 +238,7 @@ class RocksStore final : public Store {
 
  private:
   std::unique_ptr<rocksdb::OptimisticTransactionDB> db_;
+  Logs logs_;
 };
 
 rocksdb::Options make_options(const RocksDbOptions& o) {

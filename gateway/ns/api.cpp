@@ -327,12 +327,11 @@ Task<std::string> Namespace::chunk_bytes(const OpContext& ctx, Sha256 digest) {
 Task<Attr> Namespace::commit_if(const OpContext& ctx, Handle h, Ino base_ino, std::uint64_t base_version) {
   WEFT_BLOCKING(Attr, commit, &ctx, return impl_->commit_if(ctx, h, base_ino, base_version));
 }
-Result<std::vector<Change>> Namespace::changes(std::uint64_t after, std::size_t limit) const {
-  return impl_->changes(after, limit);
+Task<std::vector<Change>> Namespace::changes(std::uint64_t after, std::size_t limit) {
+  WEFT_BLOCKING(std::vector<Change>, changes, nullptr, return impl_->changes(after, limit));
 }
-std::uint64_t Namespace::last_change() const {
-  std::lock_guard lock(impl_->seq_mu);
-  return impl_->seq_in_flight.empty() ? impl_->next_seq - 1 : *impl_->seq_in_flight.begin() - 1;
+Task<std::uint64_t> Namespace::last_change() {
+  WEFT_BLOCKING(std::uint64_t, changes, nullptr, return impl_->last_change());
 }
 
 Task<User> Namespace::create_user(const OpContext& ctx, const NewUser& spec) {

@@ -54,7 +54,7 @@ enum class Op : std::uint8_t {
   lookup, getattr, setattr, readdir, list, create, mkdir, symlink, readlink, link, remove, rmdir,
   rename, statfs, open, stage, read, write, flush, commit, release, versions, chunks,
   read_version, getxattr, setxattr, listxattr, removexattr, resolve, identity, exports, access,
-  count_
+  changes, count_
 };
 
 struct EntryKey {
@@ -243,16 +243,6 @@ struct Namespace::Impl {
   Allocator fid_alloc{rec::key_meta("next_fid"), 4096};
   std::atomic<std::int64_t> inode_count{0};
 
-  // Change log sequence numbers are handed out before commit; a reader may
-  // only see up to just below the oldest one still in flight, or it could
-  // skip a change that commits after a later one.
-  std::mutex seq_mu;
-  std::uint64_t next_seq = 1;
-  std::set<std::uint64_t> seq_in_flight;
-  // Changes committed without a sync (create_open()): the next sync by any
-  // operation makes them durable and shows them in the change log.
-  std::vector<std::uint64_t> deferred_seqs;
-
   std::mutex files_mu;
   std::unordered_map<Ino, std::shared_ptr<FileState>> open_files;
   // open_files.size(), readable without files_mu: attribute reads skip the
@@ -289,7 +279,7 @@ struct Namespace::Impl {
 
   // --- start-up (namespace.cpp)
   Status start();
-  Status recover_counters();
+  Status count_inodes();
   void register_metrics();
   void sweep_orphans();
 
@@ -364,6 +354,7 @@ struct Namespace::Impl {
   Status change_xattr(const OpContext& ctx, Ino ino, std::string_view name,
                       std::optional<std::string_view> value, XattrSet how);
   Result<std::vector<Change>> changes(std::uint64_t after, std::size_t limit);
+  Result<std::uint64_t> last_change();
 
   // --- content (files.cpp)
   std::shared_ptr<FileState> file_state(const rec::InodeRec& r);  // attach or create

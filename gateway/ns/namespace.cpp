@@ -40,7 +40,7 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Op::count_)> kOp
     "lookup", "getattr", "setattr", "readdir", "list", "create", "mkdir", "symlink", "readlink",
     "link", "remove", "rmdir", "rename", "statfs", "open", "stage", "read", "write", "flush",
     "commit", "release", "versions", "chunks", "read_version", "getxattr", "setxattr",
-    "listxattr", "removexattr", "resolve", "identity", "exports", "access"};
+    "listxattr", "removexattr", "resolve", "identity", "exports", "access", "changes"};
 
 // Whether a transaction body finished, or found the entries it locked
 // changed underneath and must look them up and lock again.
@@ -121,40 +121,27 @@ Batch Namespace::Impl::begin() {
 }
 
 // Group commit. A batch commits without waiting for the disk, under the
-// stripes it holds, and the calling thread owes one WAL sync that it pays in
+// stripes it holds, and the calling thread owes one sync that it pays in
 // sync_owed() once its locks are released, before the operation returns. So
 // an operation still returns only when its change is durable, but callers
 // queued on the same stripes share a sync instead of paying one each. A
 // change is visible to others a moment before it is durable, as in a local
-// file system; the change log shows it to readers only once it is durable.
+// file system; the change log shows it to readers only once it is durable
+// (kv::Store::log_horizon).
 namespace {
-struct OwedSync {
-  bool owed = false;
-  std::vector<std::uint64_t> seqs;
-};
-thread_local OwedSync t_owed;
+thread_local bool t_owes_sync = false;
 }  // namespace
 
 Status Namespace::Impl::commit(Batch& b) {
-  std::vector<std::uint64_t> seqs;
-  if (!b.changes.empty()) {
-    std::lock_guard lock(seq_mu);
-    for (auto& c : b.changes) {
-      c.seq = next_seq++;
-      c.time_ns = c.time_ns ? c.time_ns : now_ns();
-      seq_in_flight.insert(c.seq);
-      seqs.push_back(c.seq);
-    }
+  // The store numbers the changes at commit, in commit order across every
+  // node that shares it.
+  for (auto& c : b.changes) {
+    c.time_ns = c.time_ns ? c.time_ns : now_ns();
+    b.txn->append(rec::kChangeLog, rec::encode(c));
   }
-  for (const auto& c : b.changes) b.txn->put(rec::key_change(c.seq), rec::encode(c));
   kv::Status s = b.txn->commit(kv::Durability::async);
-  if (!s.ok()) {
-    std::lock_guard lock(seq_mu);
-    for (auto q : seqs) seq_in_flight.erase(q);
-    return make_error_code(from_kv(s));
-  }
-  t_owed.owed = true;
-  t_owed.seqs.insert(t_owed.seqs.end(), seqs.begin(), seqs.end());
+  if (!s.ok()) return make_error_code(from_kv(s));
+  t_owes_sync = true;
   for (auto& fn : b.after_commit) fn();
   for (auto fid : b.unlink_after) store->remove(fid);
   for (auto fid : b.unpack_after) {
@@ -167,32 +154,17 @@ Status Namespace::Impl::commit(Batch& b) {
 }
 
 Status Namespace::Impl::sync_owed() {
-  if (!t_owed.owed) return {};
-  // Deferred changes committed before the flush starts are durable after it.
-  std::vector<std::uint64_t> deferred;
-  {
-    std::lock_guard lock(seq_mu);
-    deferred.swap(deferred_seqs);
-  }
+  if (!std::exchange(t_owes_sync, false)) return {};
   kv::Status s = kv->flush();
-  {
-    std::lock_guard lock(seq_mu);
-    for (auto q : t_owed.seqs) seq_in_flight.erase(q);
-    for (auto q : deferred) seq_in_flight.erase(q);
-  }
-  t_owed = {};
   if (!s.ok()) return make_error_code(from_kv(s));
   return {};
 }
 
-void Namespace::Impl::defer_owed() {
-  if (!t_owed.owed) return;
-  std::lock_guard lock(seq_mu);
-  deferred_seqs.insert(deferred_seqs.end(), t_owed.seqs.begin(), t_owed.seqs.end());
-  t_owed = {};
-}
+// The next sync by any operation (or a reader of the change log) makes the
+// changes durable.
+void Namespace::Impl::defer_owed() { t_owes_sync = false; }
 
-void Namespace::Impl::owe_sync() { t_owed.owed = true; }
+void Namespace::Impl::owe_sync() { t_owes_sync = true; }
 
 std::vector<std::unique_lock<std::mutex>> Namespace::Impl::lock_inodes(std::vector<Ino> inos) {
   std::vector<std::mutex*> ms;
@@ -985,15 +957,12 @@ Status Namespace::Impl::change_xattr(const OpContext& ctx, Ino ino, std::string_
 // Change log
 
 Result<std::vector<Change>> Namespace::Impl::changes(std::uint64_t after, std::size_t limit) {
-  std::uint64_t horizon;
-  {
-    std::lock_guard lock(seq_mu);
-    horizon = seq_in_flight.empty() ? next_seq - 1 : *seq_in_flight.begin() - 1;
-  }
+  auto horizon = last_change();
+  if (!horizon) return horizon.error();
   std::vector<Change> out;
-  if (after >= horizon) return out;
+  if (after >= *horizon) return out;
   bool corrupt = false;
-  kv::Status s = kv->scan(rec::key_change(after + 1), rec::key_change(horizon + 1), limit,
+  kv::Status s = kv->scan(rec::key_change(after + 1), rec::key_change(*horizon + 1), limit,
                           [&](std::string_view k, std::string_view v) {
                             auto c = rec::decode_change(rec::key_tail64(k), v);
                             if (!c) return !(corrupt = true);
@@ -1003,6 +972,12 @@ Result<std::vector<Change>> Namespace::Impl::changes(std::uint64_t after, std::s
   if (!s.ok()) return from_kv(s);
   if (corrupt) return Errc::io;
   return out;
+}
+
+Result<std::uint64_t> Namespace::Impl::last_change() {
+  std::uint64_t horizon = 0;
+  if (kv::Status s = kv->log_horizon(rec::kChangeLog, &horizon); !s.ok()) return from_kv(s);
+  return horizon;
 }
 
 // ---------------------------------------------------------------------------
@@ -1019,14 +994,10 @@ Namespace::Impl::Impl(const Options& o)
 
 Namespace::Impl::~Impl() { pool.join(); }
 
-Status Namespace::Impl::recover_counters() {
-  std::string k, v;
-  kv::Status s = kv->last(std::string(1, rec::kChangeTag), kv::prefix_end(std::string(1, rec::kChangeTag)), &k, &v);
-  if (s.ok()) next_seq = rec::key_tail64(k) + 1;
-  else if (!s.not_found()) return from_kv(s);
+Status Namespace::Impl::count_inodes() {
   std::int64_t n = 0;
   std::string p(1, rec::kInodeTag);
-  s = kv->scan(p, kv::prefix_end(p), 0, [&](auto, auto) { return ++n, true; });
+  kv::Status s = kv->scan(p, kv::prefix_end(p), 0, [&](auto, auto) { return ++n, true; });
   if (!s.ok()) return from_kv(s);
   inode_count = n;
   return {};
@@ -1071,9 +1042,10 @@ void Namespace::Impl::register_metrics() {
     std::lock_guard lock(handles_mu);
     return double(handles.size());
   });
-  reg.gauge_fn("weft_namespace_change_seq", "Last change log sequence number", {}, [this] {
-    std::lock_guard lock(seq_mu);
-    return double(next_seq - 1);
+  reg.gauge_fn("weft_namespace_change_seq", "Last durable change log sequence number", {}, [this] {
+    std::uint64_t seq = 0;
+    kv->log_horizon(rec::kChangeLog, &seq);
+    return double(seq);
   });
 }
 
@@ -1143,7 +1115,7 @@ Status Namespace::Impl::start() {
   }
   ino_alloc.init(kRootIno + 1);
   fid_alloc.init(1);
-  if (auto s = recover_counters(); !s) return s;
+  if (auto s = count_inodes(); !s) return s;
   register_metrics();
   if (auto s = load_identity(); !s) return s;
   if (auto s = bootstrap_exports(); !s) return s;

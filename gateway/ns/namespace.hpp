@@ -368,9 +368,11 @@ class Namespace {
   Task<Attr> commit_if(const OpContext& ctx, Handle h, Ino base_ino, std::uint64_t base_version);
 
   // --- Change log --------------------------------------------------------
-  // Committed changes with seq > after, in order, at most `limit`.
-  Result<std::vector<Change>> changes(std::uint64_t after, std::size_t limit) const;
-  std::uint64_t last_change() const;
+  // Durable changes with seq > after, in order, at most `limit`. Sequence
+  // numbers are shared by every node of the metadata store, in commit order.
+  Task<std::vector<Change>> changes(std::uint64_t after, std::size_t limit);
+  // The log's position: every durable change is at or below it.
+  Task<std::uint64_t> last_change();
 
   // --- Identity ----------------------------------------------------------
   Task<User> create_user(const OpContext& ctx, const NewUser& spec);

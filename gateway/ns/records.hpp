@@ -58,6 +58,8 @@ inline constexpr char kSpokeParkedTag = 'O';
 inline constexpr char kUserTag = 'U';
 inline constexpr char kExportTag = 'P';
 inline constexpr char kChangeTag = 'L';
+// The change log: kv::log_key(kChangeLog, seq) == key_change(seq).
+inline constexpr std::string_view kChangeLog = "L";
 inline constexpr char kUnsealedTag = 'W';
 inline constexpr char kInodeTag = 'I';
 inline constexpr char kVersionTag = 'V';

@@ -306,7 +306,9 @@ Reply commit(Request& r) {
     co_return std::nullopt;
   }
   r.hub.logical_in->inc(offset);
-  const nlohmann::json out = attr_reply(*committed, ns.last_change());
+  auto seq = co_await log_position(r);
+  if (!seq) co_return seq.error();
+  const nlohmann::json out = attr_reply(*committed, *seq);
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }

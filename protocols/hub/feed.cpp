@@ -62,10 +62,13 @@ Reply feed(Request& r) {
   if (!after) co_return after.error();
   if (!r.c.query("after")) co_return rest::bad_parameter("query parameter after (a change-log cursor) is required");
   std::uint64_t cursor = *after;
-  if (cursor > r.s.ns.last_change())
+  auto last_op = r.s.ns.last_change();
+  auto last = co_await std::move(last_op);
+  if (!last) co_return rest::from_ns(last.error(), "the change log");
+  if (cursor > *last)
     co_return rest::ApiError(409, "cursor_ahead", "the cursor " + std::to_string(cursor) +
                                                       " is ahead of this hub's change log (" +
-                                                      std::to_string(r.s.ns.last_change()) + ")");
+                                                      std::to_string(*last) + ")");
   auto accepted = co_await r.c.ex.accept_websocket();
   if (!accepted) {
     if (r.c.ex.head_sent()) co_return rest::ApiError(400, "websocket_failed", accepted.error().message());
@@ -82,7 +85,12 @@ Reply feed(Request& r) {
   std::uint64_t messages = 0;
   std::shared_ptr<const governance::Residency> rules = r.residency;
   while (!state->closed && !r.s.stopping.load()) {
-    auto batch = r.s.ns.changes(cursor, kBatch);
+    // The head first: the batch then reaches at least as far.
+    auto head_op = r.s.ns.last_change();
+    auto head = co_await std::move(head_op);
+    if (!head) break;
+    auto batch_op = r.s.ns.changes(cursor, kBatch);
+    auto batch = co_await std::move(batch_op);
     if (!batch) break;
     const auto now = std::chrono::steady_clock::now();
     auto current = r.hub.policy.current();
@@ -98,7 +106,7 @@ Reply feed(Request& r) {
         cursor = batch->back().seq;
       }
       msg["last"] = cursor;
-      msg["head"] = std::max(cursor, r.s.ns.last_change());
+      msg["head"] = std::max(cursor, *head);
       const std::string text = msg.dump();
       if (co_await ws->send_text(text)) break;
       r.wire_bytes += text.size();

@@ -73,6 +73,8 @@ wire::FileAttr file_attr(const ns::Attr& a);
 // The response every change answers with: the attributes and the change
 // log position they are current at.
 nlohmann::json attr_reply(const ns::Attr& a, std::uint64_t last_change);
+// The change log's position now.
+boost::asio::awaitable<rest::Expected<std::uint64_t>> log_position(Request& r);
 
 // metadata.cpp
 Reply info(Request& r);

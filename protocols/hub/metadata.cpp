@@ -75,17 +75,28 @@ boost::asio::awaitable<rest::Expected<nlohmann::json>> manifest_entry(Request& r
 }
 
 boost::asio::awaitable<rest::Outcome> send_attr(Request& r, const ns::Attr& a) {
-  const nlohmann::json out = attr_reply(a, r.s.ns.last_change());
+  auto seq = co_await log_position(r);
+  if (!seq) co_return seq.error();
+  const nlohmann::json out = attr_reply(a, *seq);
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }
 
 }  // namespace
 
+boost::asio::awaitable<rest::Expected<std::uint64_t>> log_position(Request& r) {
+  auto op = r.s.ns.last_change();
+  auto seq = co_await std::move(op);
+  if (!seq) co_return rest::from_ns(seq.error(), "the change log");
+  co_return *seq;
+}
+
 Reply info(Request& r) {
+  auto seq = co_await log_position(r);
+  if (!seq) co_return seq.error();
   nlohmann::json out{{"region", r.s.config.region},
                      {"version", r.s.config.version},
-                     {"last_change", r.s.ns.last_change()},
+                     {"last_change", *seq},
                      {"max_chunk", wire::kMaxChunk}};
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
@@ -97,14 +108,15 @@ Reply attr(Request& r) {
   auto ino = optional_uint(r, "ino", kMax64);
   if (!ino) co_return ino.error();
   // Read before the lookup: every change after it may be missing from the answer.
-  const std::uint64_t seq = r.s.ns.last_change();
+  auto seq = co_await log_position(r);
+  if (!seq) co_return seq.error();
   auto place = co_await locate(r, *path);
   if (!place) co_return place.error();
   auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
   if (!a) co_return a.error();
   if (*ino && **ino != a->ino)
     co_return rest::ApiError(409, "stale", place->display + " is no longer inode " + std::to_string(**ino));
-  const nlohmann::json out = attr_reply(*a, seq);
+  const nlohmann::json out = attr_reply(*a, *seq);
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }
@@ -116,7 +128,8 @@ Reply list(Request& r) {
   if (!cookie) co_return cookie.error();
   auto limit = rest::uint_param(r.c.target, "limit", 1000, 1, kMaxListing);
   if (!limit) co_return limit.error();
-  const std::uint64_t seq = r.s.ns.last_change();
+  auto seq = co_await log_position(r);
+  if (!seq) co_return seq.error();
   auto place = co_await locate(r, *path);
   if (!place) co_return place.error();
   auto dir = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
@@ -132,7 +145,7 @@ Reply list(Request& r) {
     entries.push_back({{"name", e.name}, {"attr", file_attr(*e.attr)}});
   }
   nlohmann::json out{{"entries", std::move(entries)}, {"cookie", next}, {"eof", page->eof},
-                     {"last_change", seq}};
+                     {"last_change", *seq}};
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }
@@ -142,7 +155,8 @@ Reply manifest(Request& r) {
   if (!path) co_return path.error();
   auto version = rest::uint_param(r.c.target, "version", 0, 0, kMax64);
   if (!version) co_return version.error();
-  const std::uint64_t seq = r.s.ns.last_change();
+  auto seq = co_await log_position(r);
+  if (!seq) co_return seq.error();
   auto place = co_await locate(r, *path);
   if (!place) co_return place.error();
   auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
@@ -151,7 +165,7 @@ Reply manifest(Request& r) {
   if (!m) co_return m.error();
   nlohmann::json out = *m;
   out["attr"] = file_attr(*a);
-  out["last_change"] = seq;
+  out["last_change"] = *seq;
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }
@@ -170,7 +184,8 @@ Reply manifests(Request& r) {
     names.push_back(n.get<std::string>());
     if (auto why = rest::check_segment(names.back())) co_return rest::bad_path(*why);
   }
-  const std::uint64_t seq = r.s.ns.last_change();
+  auto seq = co_await log_position(r);
+  if (!seq) co_return seq.error();
   auto place = co_await locate(r, *path);
   if (!place) co_return place.error();
   auto dir = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
@@ -187,7 +202,7 @@ Reply manifests(Request& r) {
       entries.push_back({{"name", name}, {"error", {{"code", entry.error().code}, {"message", entry.error().message}}}});
     }
   }
-  const nlohmann::json out{{"entries", std::move(entries)}, {"last_change", seq}};
+  const nlohmann::json out{{"entries", std::move(entries)}, {"last_change", *seq}};
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }
@@ -220,7 +235,9 @@ Reply remove(Request& r) {
   if (!place) co_return place.error();
   auto done = co_await r.s.ns.remove(r.c.ctx, place->parent, place->leaf);
   if (!done) co_return rest::from_ns(done.error(), place->display);
-  const nlohmann::json out{{"last_change", r.s.ns.last_change()}};
+  auto seq = co_await log_position(r);
+  if (!seq) co_return seq.error();
+  const nlohmann::json out{{"last_change", *seq}};
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }
@@ -230,7 +247,9 @@ Reply rmdir(Request& r) {
   if (!place) co_return place.error();
   auto done = co_await r.s.ns.rmdir(r.c.ctx, place->parent, place->leaf);
   if (!done) co_return rest::from_ns(done.error(), place->display);
-  const nlohmann::json out{{"last_change", r.s.ns.last_change()}};
+  auto seq = co_await log_position(r);
+  if (!seq) co_return seq.error();
+  const nlohmann::json out{{"last_change", *seq}};
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }
@@ -292,14 +311,15 @@ Reply symlink(Request& r) {
 Reply readlink(Request& r) {
   auto path = path_param(r, "path");
   if (!path) co_return path.error();
-  const std::uint64_t seq = r.s.ns.last_change();
+  auto seq = co_await log_position(r);
+  if (!seq) co_return seq.error();
   auto place = co_await locate(r, *path);
   if (!place) co_return place.error();
   auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
   if (!a) co_return a.error();
   auto target = co_await r.s.ns.readlink(r.c.ctx, a->ino);
   if (!target) co_return rest::from_ns(target.error(), place->display);
-  const nlohmann::json out{{"target", *target}, {"attr", file_attr(*a)}, {"last_change", seq}};
+  const nlohmann::json out{{"target", *target}, {"attr", file_attr(*a)}, {"last_change", *seq}};
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }
