@@ -82,6 +82,9 @@ class Store {
   // with every record before it (0 while the log is empty), making what is
   // committed durable first where it is not yet.
   virtual Status log_horizon(std::string_view log, std::uint64_t* seq) = 0;
+  // Whether other processes (other gateway nodes) may commit to this store
+  // too, so that what a process caches of it can go stale.
+  virtual bool shared() const = 0;
   // Engine statistics for metrics (approximate bytes on disk, memtable and
   // block-cache usage); names are engine-specific.
   virtual std::optional<std::uint64_t> property(std::string_view name) = 0;

@@ -528,6 +528,8 @@ class PgStore final : public Store {
     return Status::Ok();
   }
 
+  bool shared() const override { return true; }
+
   std::optional<std::uint64_t> property(std::string_view name) override {
     if (name != "postgres.table-bytes") return std::nullopt;
     auto conn = pool_.acquire();

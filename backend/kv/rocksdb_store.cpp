@@ -230,6 +230,8 @@ class RocksStore final : public Store {
     return Status::Ok();
   }
 
+  bool shared() const override { return false; }  // RocksDB opens a database in one process only
+
   std::optional<std::uint64_t> property(std::string_view name) override {
     std::uint64_t v = 0;
     if (!db_->GetIntProperty(slice(name), &v)) return std::nullopt;

@@ -24,6 +24,8 @@ Result<T> observed(Namespace::Impl& im, Op op, const OpContext* ctx, F&& fn) {
     if (ctx)
       if (auto s = im.check_ctx(*ctx, start); !s) return s.error();
     if (im.closed.load()) return Errc::unavailable;
+    // Reads and writes through a handle use no cached metadata.
+    if (im.shared && op != Op::read && op != Op::write) im.follow_log();
     return fn();
   }();
   if (auto s = im.sync_owed(); !s && r) r = s.error();
@@ -37,11 +39,22 @@ Result<T> observed(Namespace::Impl& im, Op op, const OpContext* ctx, F&& fn) {
 
 }  // namespace
 
-#define WEFT_INLINE(T, op, ctx, ...) co_return observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; })
+// Reads and writes through a handle run on the caller's thread.
+#define WEFT_ON_CALLER(T, op, ctx, ...) co_return observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; })
 // After close() the pool runs nothing: fail before handing it work.
 #define WEFT_BLOCKING(T, op, ctx, ...)                                        \
   if (impl_->closed.load()) co_return Result<T>(make_error_code(Errc::unavailable)); \
   co_return co_await offload(impl_->pool, [&]() -> Result<T> { return observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; }); })
+// Metadata reads run inline too, served from the caches or a local
+// RocksDB; on a shared store (PostgreSQL) a miss or following the change
+// log is a network round trip, so there they run on the blocking pool.
+#define WEFT_INLINE(T, op, ctx, ...)                    \
+  {                                                     \
+    if (impl_->shared) {                                \
+      WEFT_BLOCKING(T, op, ctx, __VA_ARGS__);           \
+    }                                                   \
+    WEFT_ON_CALLER(T, op, ctx, __VA_ARGS__);            \
+  }
 
 // Inodes and handles of a spoke mount are served by the mount (spoke.hpp);
 // what the hub protocol does not carry (xattrs, hard links) is not supported.
@@ -241,11 +254,11 @@ Task<Handle> Namespace::stage(const OpContext& ctx, Ino dir, std::string_view na
 Task<std::size_t> Namespace::read(const OpContext& ctx, Handle h, std::uint64_t offset,
                                   std::span<std::byte> out) {
   WEFT_SPOKE_HANDLE(h, read(ctx, h, offset, out));
-  WEFT_INLINE(std::size_t, read, &ctx, return impl_->read(ctx, h, offset, out));
+  WEFT_ON_CALLER(std::size_t, read, &ctx, return impl_->read(ctx, h, offset, out));
 }
 Task<FileSlice> Namespace::read_slice(const OpContext& ctx, Handle h, std::uint64_t offset, std::size_t max) {
   if (Spokes::is_spoke_handle(h) && impl_->spokes) co_return Result<FileSlice>(make_error_code(Errc::not_supported));
-  WEFT_INLINE(FileSlice, read, &ctx, return impl_->read_slice(h, offset, max));
+  WEFT_ON_CALLER(FileSlice, read, &ctx, return impl_->read_slice(h, offset, max));
 }
 Task<std::size_t> Namespace::write(const OpContext& ctx, Handle h, std::uint64_t offset,
                                    std::span<const std::byte> data) {
@@ -264,7 +277,7 @@ Task<std::size_t> Namespace::write(const OpContext& ctx, Handle h, std::uint64_t
       });
     }
   }
-  WEFT_INLINE(std::size_t, write, &ctx, return impl_->write(ctx, h, offset, data));
+  WEFT_ON_CALLER(std::size_t, write, &ctx, return impl_->write(ctx, h, offset, data));
 }
 Task<void> Namespace::flush(const OpContext& ctx, Handle h) {
   WEFT_SPOKE_HANDLE(h, flush(ctx, h));
@@ -284,7 +297,7 @@ Task<void> Namespace::release(const OpContext& ctx, Handle h) {
   WEFT_SPOKE_HANDLE(h, release(ctx, h));
   auto hr = impl_->handle(h);
   if (hr && !hr->flags.write && !hr->file->staged)
-    WEFT_INLINE(void, release, nullptr, return impl_->release(ctx, h));
+    WEFT_ON_CALLER(void, release, nullptr, return impl_->release(ctx, h));
   WEFT_BLOCKING(void, release, nullptr, return impl_->release(ctx, h));
 }
 Task<std::vector<VersionInfo>> Namespace::versions(const OpContext& ctx, Ino ino) {
@@ -370,6 +383,7 @@ Result<User> Namespace::verify_password(std::string_view name, std::string_view 
 }
 
 #undef WEFT_INLINE
+#undef WEFT_ON_CALLER
 #undef WEFT_BLOCKING
 #undef WEFT_SPOKE
 #undef WEFT_SPOKE_HANDLE

@@ -101,6 +101,7 @@ std::shared_ptr<FileState> Namespace::Impl::file_state(const rec::InodeRec& r) {
     fs->mtime_ns = r.attr.mtime_ns;
     fs->ctime_ns = r.attr.ctime_ns;
     fs->change = r.attr.change;
+    fs->base_version = r.attr.version;
     if (r.fid) {
       fs->fd = fs->working ? store->open_file(r.fid, O_RDWR) : open_sealed(r.fid, r.attr.ino, r.attr.version);
       if (fs->fd < 0)
@@ -131,8 +132,59 @@ Result<HandleRec> Namespace::Impl::handle(Handle h) {
   return it->second;
 }
 
+Result<rec::InodeRec> Namespace::Impl::readable(rec::InodeRec r) {
+  if (!shared || !r.attr.dirty || !r.fid || store->exists(r.fid)) return r;
+  rec::InodeRec sealed = r;
+  sealed.attr.dirty = false;
+  sealed.fid = 0;
+  sealed.attr.size = 0;
+  if (r.attr.version) {
+    auto loc = load_version_loc(r.attr.ino, r.attr.version);
+    if (!loc) return loc.error();
+    sealed.fid = loc->fid;
+    sealed.attr.size = loc->size;
+  }
+  return sealed;
+}
+
+void Namespace::Impl::show_sealed(FileState& fs, const rec::InodeRec& node, std::string inline_data) {
+  if (fs.fd >= 0) ::close(fs.fd);
+  fs.fd = node.fid ? open_sealed(node.fid, node.attr.ino, node.attr.version) : -1;
+  fs.fid = node.fid;
+  fs.inline_data = node.fid ? std::string() : std::move(inline_data);
+  fs.working = false;
+  fs.stream.reset();
+  fs.unsealed = fs.unsynced = false;
+  fs.size = node.attr.size;
+  fs.mtime_ns = node.attr.mtime_ns;
+  fs.change = std::max(fs.change, node.attr.change);
+  fs.base_version = node.attr.version;
+}
+
+Status Namespace::Impl::refresh_file(FileState& fs) {
+  if (!fs.outdated.load()) return {};
+  std::unique_lock lock(fs.mu);
+  // Writes made here stay until their seal, which then meets the conflict
+  // check (persist()).
+  if (fs.working || fs.staged || !fs.outdated.exchange(false)) return {};
+  auto r = load_inode(fs.ino);
+  if (!r) return r.error();
+  auto node = readable(*r);
+  if (!node) return node.error();
+  std::string inline_data;
+  if (!node->fid && node->attr.version && node->attr.size) {
+    auto bytes = load_inline(node->attr.ino, node->attr.version, node->attr.size);
+    if (!bytes) return bytes.error();
+    inline_data = **bytes;
+  }
+  show_sealed(fs, *node, std::move(inline_data));
+  return {};
+}
+
 Result<Handle> Namespace::Impl::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
-  auto r = load_inode(ino);
+  auto loaded = load_inode(ino);
+  if (!loaded) return loaded.error();
+  auto r = readable(*loaded);
   if (!r) return r.error();
   if (r->attr.type == FileType::directory) return Errc::is_dir;
   if (r->attr.type != FileType::regular) return Errc::invalid;
@@ -153,6 +205,10 @@ Result<Handle> Namespace::Impl::open(const OpContext& ctx, Ino ino, OpenFlags fl
     ::close(fd);
   }
   auto fs = file_state(*r);
+  if (auto s = refresh_file(*fs); !s) {
+    detach(fs);
+    return s.error();
+  }
   std::shared_ptr<Snapshot> snap;
   if (flags.snapshot) {
     std::shared_lock lock(fs->mu);
@@ -233,6 +289,7 @@ Result<std::size_t> Namespace::Impl::read(const OpContext&, Handle h, std::uint6
     return n;
   }
   FileState& fs = *hr->file;
+  if (auto s = refresh_file(fs); !s) return s.error();
   std::shared_lock lock(fs.mu);
   if (off >= fs.size) return std::size_t{0};
   std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), fs.size - off));
@@ -269,6 +326,7 @@ Result<FileSlice> Namespace::Impl::read_slice(Handle h, std::uint64_t off, std::
     fd = snap->fd;
     size = snap->size;
   } else {
+    if (auto s = refresh_file(*hr->file); !s) return s.error();
     lock = std::shared_lock(hr->file->mu);
     if (!hr->file->working) fd = hr->file->fd;
     size = hr->file->size;
@@ -564,7 +622,8 @@ void Namespace::Impl::record_version(Batch& b, rec::InodeRec& r, FileState& fs, 
   b.after_commit.push_back([this] { seals->inc(); });
 }
 
-void Namespace::Impl::sealed(FileState& fs, Sealed& content) {
+void Namespace::Impl::sealed(FileState& fs, Sealed& content, std::uint64_t version) {
+  fs.base_version = version;
   fs.working = false;
   fs.unsealed = false;
   if (content.inline_data) {
@@ -629,6 +688,9 @@ Result<Attr> Namespace::Impl::persist(FileState& fs, bool seal, const XattrsFor*
       b.after_commit.push_back([this, c = *r] { inodes.put(c.attr.ino, c); });
       return *r;
     }
+    // Another node sealed a version since this content was read: sealing
+    // over it would lose that version's writes.
+    if (shared && r->attr.version != fs.base_version) return Errc::conflict;
     std::uint64_t old_fid = r->fid;
     bool old_is_version = !r->attr.dirty;
     r->attr.size = fs.size;
@@ -653,7 +715,7 @@ Result<Attr> Namespace::Impl::persist(FileState& fs, bool seal, const XattrsFor*
   });
   if (!r) return r.error();
   fs.change = std::max(fs.change, r->attr.change);
-  if (sealing) sealed(fs, content);
+  if (sealing) sealed(fs, content, r->attr.version);
   Attr a = r->attr;
   a.dirty = fs.unsealed;
   return a;
@@ -772,9 +834,9 @@ Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs,
     });
     if (!r) return r.error();
     if (!*r) continue;
-    fs.committed = true;
-    sealed(fs, content);
     const rec::InodeRec& node = **r;
+    fs.committed = true;
+    sealed(fs, content, node.attr.version);
     // Handles open on the replaced file now read the new version.
     std::shared_ptr<FileState> live;
     {
@@ -785,16 +847,7 @@ Result<Attr> Namespace::Impl::commit_staged(const OpContext& ctx, FileState& fs,
     if (live) {
       std::unique_lock llock(live->mu);
       if (live->working && live->fid && live->fid != node.fid) store->remove(live->fid);
-      if (live->fd >= 0) ::close(live->fd);
-      live->fd = node.fid ? open_sealed(node.fid, node.attr.ino, node.attr.version) : -1;
-      live->fid = node.fid;
-      live->inline_data = node.fid ? std::string() : fs.inline_data;
-      live->working = false;
-      live->stream.reset();
-      live->unsealed = live->unsynced = false;
-      live->size = node.attr.size;
-      live->mtime_ns = node.attr.mtime_ns;
-      live->change = std::max(live->change, node.attr.change);
+      show_sealed(*live, node, fs.inline_data);
     }
     return node.attr;
   }
@@ -958,6 +1011,7 @@ Status Namespace::Impl::seal_unsealed() {
   for (Ino ino : dirty) {
     auto r = load_inode(ino);
     if (!r || !r->attr.dirty) continue;
+    if (shared && !store->exists(r->fid)) continue;  // another node's working file: it seals its own
     auto fs = file_state(*r);
     {
       auto locks = lock_inodes({ino});

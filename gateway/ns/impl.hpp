@@ -167,6 +167,12 @@ struct FileState {
   // off the caller's thread, in the order they were made.
   std::optional<boost::asio::strand<boost::asio::thread_pool::executor_type>> writes;
   bool removed = false;   // last name removed while open
+  // The sealed version the content is (or, while working, started from):
+  // with several nodes, a seal over any other base is a conflict.
+  std::uint64_t base_version = 0;
+  // Another node changed the file since this state was read (catch_up());
+  // refresh_file() reloads it before it is read again.
+  std::atomic<bool> outdated{false};
   // Made by create_open(), whose creation is not durable yet: the first
   // commit or writer's release makes it so.
   bool create_unsynced = false;
@@ -231,6 +237,22 @@ struct Namespace::Impl {
   bool created = false;
   std::atomic<bool> closed{false};
 
+  // Several nodes on one metadata store (kv->shared()): every operation
+  // that may serve metadata from the caches first follows the change log
+  // past what the other nodes committed (catch_up()), dropping what their
+  // changes touched, so that it sees every change made before it began.
+  bool shared = false;
+  std::uint64_t node_id = 0;  // Change::origin of this node's changes
+  std::mutex catch_up_mu;
+  std::atomic<std::uint64_t> catch_ups_started{0};
+  std::uint64_t catch_up_finished = 0;  // the number of the last that finished
+  std::uint64_t log_followed = 0;       // the last change seen
+  // Bumped (under cache_mu held exclusively) before catch_up() drops
+  // anything: a record read from the store before it may be stale, and is
+  // cached only if no drop came in between (fill_cache()).
+  std::shared_mutex cache_mu;
+  std::atomic<std::uint64_t> invalidations{0};
+
   cache::LruMap<Ino, rec::InodeRec> inodes;
   cache::LruMap<EntryKey, rec::EntryRec, EntryKeyHash> entries;
   cache::LruMap<XattrKey, CachedXattr, XattrKeyHash> xattr_cache;
@@ -280,6 +302,23 @@ struct Namespace::Impl {
   // --- start-up (namespace.cpp)
   Status start();
   Status count_inodes();
+  Status catch_up();
+  // catch_up(), or, while the store cannot be reached, on with what is
+  // cached (saying so every 10 s at most): cached reads go on through an
+  // outage; anything that must reach the store fails by itself.
+  void follow_log();
+  std::atomic<std::int64_t> follow_warned_ns{0};
+  void invalidate(const Change& c);
+  // Runs `put` (a cache fill of records read since `epoch` was taken from
+  // `invalidations`) unless catch_up() dropped anything since.
+  void fill_cache(std::uint64_t epoch, const std::function<void()>& put);
+  // What this node can read of inode r: another node's unsealed working
+  // file lives on that node only, so its last sealed version.
+  Result<rec::InodeRec> readable(rec::InodeRec r);
+  // Shows a sealed version (node's, with its inline content if any) to the
+  // handles open on fs.
+  void show_sealed(FileState& fs, const rec::InodeRec& node, std::string inline_data);
+  Status refresh_file(FileState& fs);
   void register_metrics();
   void sweep_orphans();
 
@@ -403,7 +442,7 @@ struct Namespace::Impl {
   int check_fetched(int fd, Ino ino, std::uint64_t version);
   void record_version(Batch& b, rec::InodeRec& r, FileState& fs, const Sealed& content);
   // After a seal has committed: the open file now reads the sealed version.
-  void sealed(FileState& fs, Sealed& content);
+  void sealed(FileState& fs, Sealed& content, std::uint64_t version);
   Status trim_versions(Batch& b, const rec::InodeRec& r);
   Result<std::vector<VersionInfo>> versions(const OpContext& ctx, Ino ino);
   // A version's record and manifest, for a reader allowed to read the file.

@@ -137,12 +137,23 @@ Status Namespace::Impl::commit(Batch& b) {
   // node that shares it.
   for (auto& c : b.changes) {
     c.time_ns = c.time_ns ? c.time_ns : now_ns();
+    c.origin = node_id;
     b.txn->append(rec::kChangeLog, rec::encode(c));
   }
+  const std::uint64_t epoch = invalidations.load();
   kv::Status s = b.txn->commit(kv::Durability::async);
   if (!s.ok()) return make_error_code(from_kv(s));
   t_owes_sync = true;
-  for (auto& fn : b.after_commit) fn();
+  if (shared) {
+    // The caches take what this batch wrote unless another node's change
+    // came in meanwhile: then what it touched may be newer than ours.
+    std::shared_lock lock(cache_mu);
+    for (auto& fn : b.after_commit) fn();
+    if (invalidations.load() != epoch)
+      for (const auto& c : b.changes) invalidate(c);
+  } else {
+    for (auto& fn : b.after_commit) fn();
+  }
   for (auto fid : b.unlink_after) store->remove(fid);
   for (auto fid : b.unpack_after) {
     store->remove(fid);
@@ -185,6 +196,7 @@ Result<rec::InodeRec> Namespace::Impl::load_inode(Ino ino) {
   if (auto hit = inodes.get(ino)) return *hit;
   std::lock_guard lock(stripe(ino));
   if (auto hit = inodes.get(ino)) return *hit;
+  const std::uint64_t epoch = invalidations.load();
   std::string v;
   kv::Status s = kv->get(rec::key_inode(ino), &v);
   if (s.not_found()) return Errc::stale;
@@ -194,7 +206,7 @@ Result<rec::InodeRec> Namespace::Impl::load_inode(Ino ino) {
     spdlog::error("ns: inode {} is corrupt", ino);
     return Errc::io;
   }
-  inodes.put(ino, *r);
+  fill_cache(epoch, [&] { inodes.put(ino, *r); });
   return *r;
 }
 
@@ -213,13 +225,14 @@ Result<rec::EntryRec> Namespace::Impl::load_entry(Ino dir, std::string_view name
   if (auto hit = entries.get(key)) return *hit;
   std::lock_guard lock(stripe(dir));
   if (auto hit = entries.get(key)) return *hit;
+  const std::uint64_t epoch = invalidations.load();
   std::string v;
   kv::Status s = kv->get(rec::key_entry(dir, name), &v);
   if (s.not_found()) return Errc::not_found;
   if (!s.ok()) return from_kv(s);
   auto e = rec::decode_entry(v, false);
   if (!e) return Errc::io;
-  entries.put(std::move(key), *e);
+  fill_cache(epoch, [&] { entries.put(std::move(key), *e); });
   return *e;
 }
 
@@ -236,6 +249,10 @@ Result<rec::EntryRec> Namespace::Impl::txn_entry(kv::Txn& txn, Ino dir, std::str
 Attr Namespace::Impl::live_attr(const rec::InodeRec& r) {
   Attr a = r.attr;
   if (a.type != FileType::regular) return a;
+  // Another node's unsealed writes are not readable here: the size is
+  // that of the version served.
+  if (shared && a.dirty)
+    if (auto served = readable(r)) a.size = served->attr.size;
   if (open_count.load(std::memory_order_acquire) == 0) return a;
   std::shared_ptr<FileState> fs;
   {
@@ -244,6 +261,7 @@ Attr Namespace::Impl::live_attr(const rec::InodeRec& r) {
     if (it == open_files.end()) return a;
     fs = it->second;
   }
+  if (fs->outdated.load()) return a;  // another node changed it: the record is newer
   std::shared_lock lock(fs->mu);
   a.size = fs->size;
   a.change = std::max(a.change, fs->change);
@@ -981,6 +999,75 @@ Result<std::uint64_t> Namespace::Impl::last_change() {
 }
 
 // ---------------------------------------------------------------------------
+// Several nodes
+
+Status Namespace::Impl::catch_up() {
+  // Any catch-up that starts after this call began will do; one that was
+  // already running when it began might have missed a change before it.
+  const std::uint64_t arrived = catch_ups_started.load();
+  std::lock_guard lock(catch_up_mu);
+  if (catch_up_finished > arrived) return {};
+  const std::uint64_t number = ++catch_ups_started;
+  constexpr std::size_t kBatch = 1024;
+  const std::string end = kv::prefix_end(rec::kChangeLog);
+  for (;;) {
+    std::vector<Change> theirs;
+    std::size_t seen = 0;
+    std::uint64_t last = log_followed;
+    bool corrupt = false;
+    kv::Status s = kv->scan(rec::key_change(log_followed + 1), end, kBatch, [&](std::string_view k, std::string_view v) {
+      ++seen;
+      last = rec::key_tail64(k);
+      auto c = rec::decode_change(last, v);
+      if (!c) corrupt = true;
+      else if (c->origin != node_id) theirs.push_back(std::move(*c));
+      return true;
+    });
+    if (!s.ok()) return from_kv(s);
+    if (!theirs.empty() || corrupt) {
+      std::unique_lock drop(cache_mu);
+      invalidations++;
+      if (corrupt) {  // what it touched is unknown: nothing cached can be trusted
+        spdlog::error("ns: an unreadable change log record before {}: dropping every cached record", last + 1);
+        inodes.clear();
+        entries.clear();
+      }
+      for (const auto& c : theirs) invalidate(c);
+    }
+    log_followed = last;
+    if (seen < kBatch) break;
+  }
+  catch_up_finished = number;
+  return {};
+}
+
+void Namespace::Impl::follow_log() {
+  auto s = catch_up();
+  if (s) return;
+  const std::int64_t now = now_ns();
+  std::int64_t last = follow_warned_ns.load();
+  if (now - last >= 10'000'000'000 && follow_warned_ns.compare_exchange_strong(last, now))
+    spdlog::warn("ns: cannot follow the change log ({}): serving what is cached", s.error().message());
+}
+
+void Namespace::Impl::invalidate(const Change& c) {
+  for (Ino ino : {c.ino, c.parent, c.new_parent})
+    if (ino) inodes.erase(ino);
+  if (c.parent) entries.erase({c.parent, c.name});
+  if (c.new_parent) entries.erase({c.new_parent, c.new_name});
+  // Content changes reach the handles open here at their next read.
+  if (c.op != "seal" && c.op != "write" && c.op != "setattr") return;
+  std::lock_guard lock(files_mu);
+  if (auto it = open_files.find(c.ino); it != open_files.end()) it->second->outdated = true;
+}
+
+void Namespace::Impl::fill_cache(std::uint64_t epoch, const std::function<void()>& put) {
+  if (!shared) return put();
+  std::shared_lock lock(cache_mu);
+  if (invalidations.load() == epoch) put();
+}
+
+// ---------------------------------------------------------------------------
 // Start-up and shutdown
 
 Namespace::Impl::Impl(const Options& o)
@@ -1112,6 +1199,16 @@ Status Namespace::Impl::start() {
   } else {
     std::string clean;
     unclean = !kv->get(rec::key_meta("clean"), &clean).ok() || clean != "1";
+  }
+  if (kv->shared()) {
+    // Changes from here on are followed; what was before is not cached yet.
+    shared = true;
+    node_id = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1;
+    std::string k, v;
+    const std::string log(rec::kChangeLog);
+    ks = kv->last(log, kv::prefix_end(log), &k, &v);
+    if (ks.ok()) log_followed = rec::key_tail64(k);
+    else if (!ks.not_found()) return from_kv(ks);
   }
   ino_alloc.init(kRootIno + 1);
   fid_alloc.init(1);

@@ -220,6 +220,7 @@ std::string encode(const Change& c) {
   put_be64(s, c.new_parent);
   put_str(s, c.new_name);
   put_be64(s, c.version);
+  put_be64(s, c.origin);
   return s;
 }
 
@@ -228,9 +229,10 @@ std::optional<Change> decode_change(std::uint64_t seq, std::string_view bytes) {
   Change c;
   c.seq = seq;
   if (!in.i64(&c.time_ns) || !in.str(&c.op) || !in.u64(&c.ino) || !in.u64(&c.parent) ||
-      !in.str(&c.name) || !in.u64(&c.new_parent) || !in.str(&c.new_name) || !in.u64(&c.version) ||
-      !in.done())
+      !in.str(&c.name) || !in.u64(&c.new_parent) || !in.str(&c.new_name) || !in.u64(&c.version))
     return {};
+  if (!in.done() && !in.u64(&c.origin)) return {};  // absent in records made before it
+  if (!in.done()) return {};
   return c;
 }
 

@@ -194,6 +194,10 @@ struct Change {
   Ino new_parent = 0;  // rename
   std::string new_name;
   std::uint64_t version = 0;  // seal
+  // The node that made it (a number each process picks at start; 0 in
+  // records older than the field): a node skips its own changes when it
+  // follows the log to invalidate its caches.
+  std::uint64_t origin = 0;
 };
 
 // Identity: one user table for every protocol.

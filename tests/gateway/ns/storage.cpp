@@ -51,6 +51,13 @@ bool PostgresObjects::available() {
   return PostgresLocal::available();
 }
 
+std::unique_ptr<PostgresObjects> PostgresObjects::another_node() const {
+  auto node = std::make_unique<PostgresObjects>();
+  node->metadata_ = metadata_;
+  node->prefix_ = prefix_;
+  return node;
+}
+
 Result<std::unique_ptr<Namespace>> PostgresObjects::open(Options options) {
   if (metadata_.empty()) {
     metadata_ = fresh_schema();

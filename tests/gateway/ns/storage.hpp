@@ -69,6 +69,9 @@ class PostgresObjects final : public Storage {
  public:
   static bool available();
   Result<std::unique_ptr<Namespace>> open(Options options) override;
+  // Another node of the same namespace: this storage's metadata and bucket
+  // prefix, its own local data directory (call after the first open()).
+  std::unique_ptr<PostgresObjects> another_node() const;
 
  private:
   TempDir dir_;

@@ -1,0 +1,145 @@
+// Two nodes of one namespace: two Namespace instances on the same
+// PostgreSQL metadata and object-store bucket, each with its own local data
+// directory, as two gateway processes behind a load balancer would be. What
+// one commits, the other serves at once; two commits over the same base
+// version cannot both win. Runs where object_store_test.py provides the
+// bucket (ns.nodes.postgres+objects).
+#include "fixture.hpp"
+
+#include <set>
+
+namespace weft::ns::test {
+namespace {
+
+TEST_SUITE_BEGIN("ns.nodes");
+
+struct TwoNodes {
+  std::unique_ptr<Fixture> a, b;
+
+  TwoNodes() {
+    auto first = std::make_unique<PostgresObjects>();
+    PostgresObjects* storage = first.get();
+    a = std::make_unique<Fixture>(std::move(first));
+    b = std::make_unique<Fixture>(storage->another_node());
+  }
+};
+
+Errc lookup_err(Fixture& f, Ino dir, std::string_view name) { return f.err(f.ns().lookup(f.admin(), dir, name)); }
+
+TEST_CASE("what one node commits, the other serves at once, through its caches") {
+  if (!PostgresObjects::available()) return;
+  TwoNodes n;
+  Fixture& a = *n.a;
+  Fixture& b = *n.b;
+  const OpContext& cx = a.admin();
+  // B caches the root and learns "d" is absent.
+  b.ok(b.ns().getattr(cx, kRootIno));
+  CHECK(lookup_err(b, kRootIno, "d") == Errc::not_found);
+
+  const Attr d = a.mkdir(kRootIno, "d");
+  const Attr f1 = a.put(d.ino, "f", "version one");
+  CHECK(b.ok(b.ns().lookup(cx, kRootIno, "d")).ino == d.ino);
+  const Attr at_b = b.ok(b.ns().lookup(cx, d.ino, "f"));
+  CHECK(at_b.ino == f1.ino);
+  CHECK(at_b.version == f1.version);
+  CHECK(b.get(f1.ino) == "version one");
+
+  // A handle open at B reads what A sealed after it was opened.
+  const Handle h = b.ok(b.ns().open(cx, f1.ino, OpenFlags{.read = true}));
+  CHECK(b.read(h, 0, 100) == "version one");
+  const Attr f2 = a.put(d.ino, "f", "version two, longer");
+  CHECK(f2.ino == f1.ino);
+  CHECK(b.ok(b.ns().getattr(cx, f1.ino)).version == f2.version);
+  CHECK(b.ok(b.ns().getattr(cx, f1.ino)).size == f2.size);
+  CHECK(b.read(h, 0, 100) == "version two, longer");
+  b.ok(b.ns().release(cx, h));
+
+  // Attributes, xattrs, renames and removals.
+  a.ok(a.ns().setattr(cx, f1.ino, SetAttr{.mode = 0600}));
+  CHECK((b.ok(b.ns().getattr(cx, f1.ino)).mode & 07777) == 0600);
+  a.ok(a.ns().setxattr(cx, f1.ino, "user.tag", "blue"));
+  CHECK(b.ok(b.ns().getxattr(cx, f1.ino, "user.tag")) == "blue");
+  a.ok(a.ns().rename(cx, d.ino, "f", d.ino, "g"));
+  CHECK(lookup_err(b, d.ino, "f") == Errc::not_found);
+  CHECK(b.ok(b.ns().lookup(cx, d.ino, "g")).ino == f1.ino);
+  a.ok(a.ns().remove(cx, d.ino, "g"));
+  CHECK(lookup_err(b, d.ino, "g") == Errc::not_found);
+  CHECK(b.names(d.ino).empty());
+
+  // And the other way round.
+  const Attr from_b = b.put(d.ino, "from-b", "written at B");
+  CHECK(a.ok(a.ns().lookup(cx, d.ino, "from-b")).ino == from_b.ino);
+  CHECK(a.get(from_b.ino) == "written at B");
+}
+
+TEST_CASE("two nodes writing one file over the same version: one seal wins, the other is a conflict") {
+  if (!PostgresObjects::available()) return;
+  TwoNodes n;
+  Fixture& a = *n.a;
+  Fixture& b = *n.b;
+  const OpContext& cx = a.admin();
+  const Attr base = a.put(kRootIno, "shared", "base");
+  const Handle ha = a.ok(a.ns().open(cx, base.ino, OpenFlags{.read = true, .write = true}));
+  const Handle hb = b.ok(b.ns().open(cx, base.ino, OpenFlags{.read = true, .write = true}));
+  a.ok(a.ns().write(cx, ha, 0, bytes("from A")));
+  b.ok(b.ns().write(cx, hb, 0, bytes("from B")));
+  const Attr won = a.ok(a.ns().commit(cx, ha));
+  CHECK(won.version == base.version + 1);
+  CHECK(b.err(b.ns().commit(cx, hb)) == Errc::conflict);
+  a.ok(a.ns().release(cx, ha));
+  CHECK(b.err(b.ns().release(cx, hb)) == Errc::conflict);
+  // The winner's content everywhere; the base is still a version.
+  CHECK(a.get(base.ino) == "from A");
+  CHECK(b.get(base.ino) == "from A");
+  CHECK(b.ok(b.ns().versions(cx, base.ino)).size() == 2);
+
+  // Whole-object replacements conditional on the version they read (what
+  // the hub and conditional S3 writes use): one wins.
+  const Attr now = b.ok(b.ns().lookup(cx, kRootIno, "shared"));
+  const Handle sa = a.ok(a.ns().stage(cx, kRootIno, "shared", 0644));
+  const Handle sb = b.ok(b.ns().stage(cx, kRootIno, "shared", 0644));
+  a.ok(a.ns().write(cx, sa, 0, bytes("staged at A")));
+  b.ok(b.ns().write(cx, sb, 0, bytes("staged at B")));
+  b.ok(b.ns().commit_if(cx, sb, now.ino, now.version));
+  CHECK(a.err(a.ns().commit_if(cx, sa, now.ino, now.version)) == Errc::conflict);
+  a.ok(a.ns().release(cx, sa));
+  b.ok(b.ns().release(cx, sb));
+  CHECK(a.get(now.ino) == "staged at B");
+}
+
+TEST_CASE("another node's unsealed writes: the last sealed version is served until they are sealed") {
+  if (!PostgresObjects::available()) return;
+  TwoNodes n;
+  Fixture& a = *n.a;
+  Fixture& b = *n.b;
+  const OpContext& cx = a.admin();
+  const Attr f = a.put(kRootIno, "log", "sealed content");
+  const Handle h = a.ok(a.ns().open(cx, f.ino, OpenFlags{.read = true, .write = true}));
+  a.ok(a.ns().write(cx, h, 0, bytes("unsealed content, durable at A")));
+  a.ok(a.ns().flush(cx, h));  // durable at A (an NFS COMMIT), not sealed
+  CHECK(b.get(f.ino) == "sealed content");
+  a.ok(a.ns().commit(cx, h));
+  a.ok(a.ns().release(cx, h));
+  CHECK(b.get(f.ino) == "unsealed content, durable at A");
+}
+
+TEST_CASE("inode numbers from two nodes never collide, and both list every file") {
+  if (!PostgresObjects::available()) return;
+  TwoNodes n;
+  Fixture& a = *n.a;
+  Fixture& b = *n.b;
+  const Attr dir = a.mkdir(kRootIno, "many");
+  std::set<Ino> inos;
+  for (int i = 0; i < 50; ++i) {
+    inos.insert(a.put(dir.ino, "a" + std::to_string(i), "x").ino);
+    inos.insert(b.put(dir.ino, "b" + std::to_string(i), "y").ino);
+  }
+  CHECK(inos.size() == 100);
+  CHECK(a.names(dir.ino).size() == 100);
+  CHECK(b.listed(dir.ino) == a.listed(dir.ino));
+}
+
+TEST_SUITE_END();
+
+}  // namespace
+}  // namespace weft::ns::test
