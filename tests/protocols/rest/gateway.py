@@ -15,12 +15,17 @@ STOP_TIMEOUT = 10
 
 
 class Gateway:
-    def __init__(self, weft, protocols=("rest", "s3"), config=None, region=None, prefix="weft-rest-", args=()):
+    def __init__(self, weft, protocols=("rest", "s3"), config=None, region=None, prefix="weft-rest-", args=(),
+                 credentials=None):
         """`config`: a dict written as the --config file; `region`: --region;
-        `args`: more `weft serve` flags."""
+        `args`: more `weft serve` flags; `credentials`: the admin's, for a
+        node of a namespace that exists already (which writes none)."""
         self.weft = weft
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
         self.data = self.tmp / "data"
+        if credentials is not None:
+            self.data.mkdir()
+            (self.data / "credentials.json").write_text(json.dumps(credentials))
         args = list(args)
         for p in ("s3", "rest", "nfs", "smb", "sftp"):
             args += ["--" + p, "127.0.0.1:0" if p in protocols else "off"]

@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""Two gateway nodes of one namespace, end to end with real clients: node A
+and node B are two `weft serve` processes on the same PostgreSQL metadata
+(a throwaway server on a free loopback port) and the same object-store
+bucket (a third `weft serve`'s S3 endpoint), each with its own local data
+directory, as two nodes behind a load balancer would be.
+
+  - files written over S3 at A read the same at B at once, over S3 (boto3),
+    SFTP (paramiko) and NFS (libnfs-utils' nfs-cat); so do overwrites and
+    removals, and B lists what A lists;
+  - one file written over SFTP at A and at B from the same version: the
+    first close wins, the second client's close fails with an error, and
+    both nodes serve the winner's bytes;
+  - node A killed with SIGKILL in the middle of an upload: B serves every
+    object A acknowledged, byte for byte, and not the cut-off upload; A,
+    started again, joins with the same view.
+
+    two_nodes_test.py --weft PATH
+
+Exit status 77 (ctest's SKIP_RETURN_CODE), saying why, where PostgreSQL,
+boto3, paramiko or nfs-cat is missing."""
+
+import argparse
+import hashlib
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "support"))
+sys.path.insert(0, str(HERE.parent / "protocols" / "rest"))
+sys.path.insert(0, str(HERE.parent / "backend" / "connectors"))
+
+from connectors_test import WeftSite, skip  # noqa: E402
+from gateway import Gateway  # noqa: E402
+from postgres_server import PostgresServer, Unavailable  # noqa: E402
+
+BUCKET = "train"
+
+
+def s3_client(node):
+    import boto3
+    import botocore.config
+    return boto3.client("s3", endpoint_url="http://" + node.endpoints["s3"], region_name="us-east-1",
+                        aws_access_key_id=node.credentials["access_key_id"],
+                        aws_secret_access_key=node.credentials["secret_access_key"],
+                        config=botocore.config.Config(s3={"addressing_style": "path"},
+                                                      retries={"max_attempts": 1, "mode": "standard"}))
+
+
+def sftp_client(node):
+    import paramiko
+    host, _, port = node.endpoints["sftp"].rpartition(":")
+    transport = paramiko.Transport((host, int(port)))
+    transport.connect(username=node.admin[0], password=node.admin[1])
+    return transport, paramiko.SFTPClient.from_transport(transport)
+
+
+def sftp_get(node, path):
+    transport, sftp = sftp_client(node)
+    try:
+        with sftp.open("/data/" + path, "rb") as f:
+            return f.read()
+    finally:
+        sftp.close()
+        transport.close()
+
+
+def nfs_get(node, path):
+    port = int(node.endpoints["nfs"].rsplit(":", 1)[1])
+    url = "nfs://127.0.0.1/data/%s?nfsport=%d&mountport=%d&version=3" % (path, port, port)
+    r = subprocess.run(["nfs-cat", url], capture_output=True, timeout=60)
+    assert r.returncode == 0, (r.stderr.decode(errors="replace"), node.log()[-3000:])
+    return r.stdout
+
+
+def s3_get(s3, key):
+    return s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+
+
+def listing(s3):
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET)
+    return sorted((o["Key"], o["Size"], o["ETag"]) for page in pages for o in page.get("Contents", []))
+
+
+def body(name, size):
+    return hashlib.shake_256(name.encode()).digest(size)
+
+
+def check_read_at_once(a, b):
+    s3a, s3b = s3_client(a), s3_client(b)
+    s3a.create_bucket(Bucket=BUCKET)
+    # Small files live in the metadata; the others are packs in the bucket.
+    files = {"small.txt": b"kept in the metadata\n", "medium.bin": body("medium", 70_000),
+             "large.bin": body("large", 5 << 20)}
+    for generation in range(2):
+        for name, data in files.items():
+            s3a.put_object(Bucket=BUCKET, Key=name, Body=data)
+            got = {"S3": s3_get(s3b, name), "SFTP": sftp_get(b, BUCKET + "/" + name),
+                   "NFS": nfs_get(b, BUCKET + "/" + name)}
+            for how, bytes_read in got.items():
+                assert bytes_read == data, "%s at B, generation %d, over %s: %d bytes, not the %d written at A" % (
+                    name, generation, how, len(bytes_read), len(data))
+        files = {name: data[::-1] + b"!" for name, data in files.items()}  # overwrites next round
+    assert listing(s3b) == listing(s3a)
+    s3a.delete_object(Bucket=BUCKET, Key="small.txt")
+    try:
+        s3b.head_object(Bucket=BUCKET, Key="small.txt")
+        raise AssertionError("B still serves an object A removed")
+    except s3b.exceptions.ClientError as e:
+        assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 404, e.response
+    assert listing(s3b) == listing(s3a)
+    print("ok: written and overwritten over S3 at A, read the same at B at once over S3, SFTP and NFS; "
+          "a removal and the listing too", flush=True)
+
+
+def close_checked(f):
+    """Closes an SFTP file, raising the server's CLOSE failure (paramiko's
+    own close() swallows it)."""
+    import paramiko
+    f.flush()
+    f._closed = True  # paramiko sends no second CLOSE
+    f.sftp._request(paramiko.sftp.CMD_CLOSE, f.handle)
+
+
+def check_one_wins(a, b):
+    import paramiko
+    s3a, s3b = s3_client(a), s3_client(b)
+    base, mine = b"the version both start from\n", b"written at node A\n"
+    s3a.put_object(Bucket=BUCKET, Key="shared.txt", Body=base)
+    ta, sftp_a = sftp_client(a)
+    tb, sftp_b = sftp_client(b)
+    try:
+        fa = sftp_a.open("/data/%s/shared.txt" % BUCKET, "r+")
+        fb = sftp_b.open("/data/%s/shared.txt" % BUCKET, "r+")
+        fa.write(mine)
+        fb.write(b"written at node B, which closes second\n")
+        close_checked(fa)
+        try:
+            close_checked(fb)
+            raise AssertionError("both closes succeeded: one node's write was lost")
+        except (IOError, paramiko.SFTPError) as e:
+            message = str(e)
+        expected = mine + base[len(mine):]
+        for how, got in (("S3 at A", s3_get(s3a, "shared.txt")), ("S3 at B", s3_get(s3b, "shared.txt")),
+                         ("SFTP at B", sftp_get(b, BUCKET + "/shared.txt"))):
+            assert got == expected, "%s: %r" % (how, got)
+    finally:
+        for s, t in ((sftp_a, ta), (sftp_b, tb)):
+            s.close()
+            t.close()
+    print("ok: one file written over SFTP at A and at B from the same version: A's close won, "
+          "B's client was told (%s); both nodes serve A's bytes" % message, flush=True)
+
+
+def written_bytes(node):
+    """What the node's namespace has taken in so far (its Prometheus metrics)."""
+    import urllib.request
+    with urllib.request.urlopen("http://%s/metrics" % node.endpoints["rest"], timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("weft_namespace_written_bytes_total "):
+                return float(line.split()[1])
+    raise AssertionError("no weft_namespace_written_bytes_total in the metrics")
+
+
+def check_kill_mid_write(a, b):
+    s3a, s3b = s3_client(a), s3_client(b)
+    acknowledged = {}
+    for i in range(12):
+        name = "ack-%02d.bin" % i
+        acknowledged[name] = body(name, (i % 3) * 200_000 + 100)
+        s3a.put_object(Bucket=BUCKET, Key=name, Body=acknowledged[name])
+    # An overwrite and a new object that are under way when A dies.
+    in_flight = {"ack-00.bin": body("replacement", 96 << 20), "cut-off.bin": body("cut-off", 96 << 20)}
+    outcomes = {}
+
+    def upload(name, data):
+        try:
+            s3_client(a).put_object(Bucket=BUCKET, Key=name, Body=data)
+            outcomes[name] = "acknowledged"
+        except Exception as e:  # the connection dies with the node
+            outcomes[name] = "failed: %s" % type(e).__name__
+
+    threads = [threading.Thread(target=upload, args=item) for item in in_flight.items()]
+    before = written_bytes(a)
+    for t in threads:
+        t.start()
+    # Killed once the uploads are well under way: 16 MiB of their 192 in.
+    deadline = time.monotonic() + 30
+    while written_bytes(a) < before + (16 << 20) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    a.restart(crash=True)  # SIGKILL, then started again on the same engines
+    for t in threads:
+        t.join()
+    for name, outcome in outcomes.items():
+        if outcome == "acknowledged":
+            acknowledged[name] = in_flight[name]
+    for node, s3 in (("B", s3b), ("A after its restart", s3_client(a))):
+        for name, data in acknowledged.items():
+            got = s3_get(s3, name)
+            assert got == data, "%s at %s: %d bytes, not the %d acknowledged" % (name, node, len(got), len(data))
+        if outcomes["cut-off.bin"] != "acknowledged":
+            try:
+                s3.head_object(Bucket=BUCKET, Key="cut-off.bin")
+                raise AssertionError("%s serves an upload that was never acknowledged" % node)
+            except s3.exceptions.ClientError as e:
+                assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 404, e.response
+    print("ok: node A killed with SIGKILL during two 96 MiB uploads (%s): B served all %d acknowledged objects "
+          "byte for byte, and A did after its restart" % (", ".join("%s %s" % kv for kv in sorted(outcomes.items())),
+                                                          len(acknowledged)), flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--weft", required=True)
+    args = p.parse_args()
+    for module in ("boto3", "paramiko"):
+        try:
+            __import__(module)
+        except ImportError:
+            skip("%s is not installed (Debian's python3-%s)" % (module, module))
+    if not shutil.which("nfs-cat"):
+        skip("nfs-cat is not installed (Debian's libnfs-utils)")
+    try:
+        pg = PostgresServer()
+    except Unavailable as e:
+        skip(str(e))
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="weft-two-nodes-"))
+    store = WeftSite(args.weft, "s3")
+    nodes = []
+    try:
+        store.setup()
+        e = store.env
+        creds = tmp / "store-credentials.json"
+        creds.write_text(json.dumps({"access_key_id": e["WEFT_CONN_S3_KEY"],
+                                     "secret_access_key": e["WEFT_CONN_S3_SECRET"]}))
+        config = {"metadata": pg.fresh_database(),
+                  "object_store": {"endpoint": e["WEFT_CONN_S3_URL"], "bucket": e["WEFT_CONN_S3_BUCKET"],
+                                   "prefix": "two-nodes", "credentials": str(creds), "timeout_s": 10}}
+        a = Gateway(args.weft, protocols=("rest", "s3", "sftp"), config=config, prefix="weft-node-a-")
+        nodes.append(a)
+        b = Gateway(args.weft, protocols=("rest", "s3", "nfs", "sftp"), config=config, prefix="weft-node-b-",
+                    credentials=a.credentials)
+        nodes.append(b)
+        check_read_at_once(a, b)
+        check_one_wins(a, b)
+        check_kill_mid_write(a, b)
+    except BaseException:
+        for node in nodes:
+            print(node.log()[-4000:], file=sys.stderr)
+        raise
+    finally:
+        codes = [node.stop() for node in nodes]
+        store.stop()
+        pg.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert codes == [0, 0], codes
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
