@@ -33,7 +33,9 @@
 
 namespace weft::kv {
 
-enum class Code { ok, not_found, conflict, io_error, corruption, invalid };
+// unavailable: the store could not be reached (a network or server outage);
+// the call may succeed later.
+enum class Code { ok, not_found, conflict, io_error, corruption, invalid, unavailable };
 
 struct Status {
   Code code = Code::ok;

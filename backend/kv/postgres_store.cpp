@@ -219,6 +219,7 @@ Status error_of(PGconn* c, const PGresult* r) {
   if (state && (std::strcmp(state, "40001") == 0 || std::strcmp(state, "40P01") == 0))
     return {Code::conflict, message};
   if (state && std::strncmp(state, "22", 2) == 0) return {Code::invalid, message};
+  if (PQstatus(c) == CONNECTION_BAD) return {Code::unavailable, "PostgreSQL unreachable: " + message};
   return {Code::io_error, "PostgreSQL: " + message};
 }
 

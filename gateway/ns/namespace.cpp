@@ -51,6 +51,7 @@ Errc from_kv(const kv::Status& s) {
     case kv::Code::ok: return Errc::ok;
     case kv::Code::not_found: return Errc::not_found;
     case kv::Code::conflict: return Errc::conflict;
+    case kv::Code::unavailable: return Errc::unavailable;  // said once per outage (follow_log())
     default: break;
   }
   spdlog::error("ns: metadata store: {}", s.message);

@@ -13,7 +13,9 @@ directory, as two nodes behind a load balancer would be.
     both nodes serve the winner's bytes;
   - node A killed with SIGKILL in the middle of an upload: B serves every
     object A acknowledged, byte for byte, and not the cut-off upload; A,
-    started again, joins with the same view.
+    started again, joins with the same view;
+  - PostgreSQL down for 10 s: B goes on serving what it has read, refuses
+    writes with 503 ServiceUnavailable, and takes them once it is back.
 
     two_nodes_test.py --weft PATH
 
@@ -213,6 +215,47 @@ def check_kill_mid_write(a, b):
     print("ok: node A killed with SIGKILL during two 96 MiB uploads (%s): B served all %d acknowledged objects "
           "byte for byte, and A did after its restart" % (", ".join("%s %s" % kv for kv in sorted(outcomes.items())),
                                                           len(acknowledged)), flush=True)
+    return acknowledged
+
+
+def check_metadata_outage(a, b, pg, acknowledged):
+    """PostgreSQL down for 10 s: B serves what it has read from its caches,
+    refuses writes with 503, and takes them again once the server is back."""
+    s3b = s3_client(b)
+    for name, data in acknowledged.items():  # read once: now in B's caches
+        assert s3_get(s3b, name) == data
+    outage = 10
+    pg.stop_server("immediate")
+    started = time.monotonic()
+    reads = refused = 0
+    try:
+        while time.monotonic() - started < outage:
+            for name, data in acknowledged.items():
+                assert s3_get(s3b, name) == data, name
+                reads += 1
+            try:
+                s3b.put_object(Bucket=BUCKET, Key="during-outage.txt", Body=b"no metadata store")
+                raise AssertionError("a write was acknowledged while the metadata store was down")
+            except s3b.exceptions.ClientError as e:
+                code = (e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"])
+                assert code == (503, "ServiceUnavailable"), code
+                refused += 1
+            time.sleep(0.2)
+    finally:
+        pg.start()
+    # The first call after the outage may find its pooled connection stale.
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            s3b.put_object(Bucket=BUCKET, Key="after-outage.txt", Body=b"back")
+            break
+        except s3b.exceptions.ClientError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    assert s3_get(s3_client(a), "after-outage.txt") == b"back"
+    print("ok: PostgreSQL down for %d s: B served %d cached reads, refused %d writes with 503 "
+          "ServiceUnavailable, and took writes again once it was back" % (outage, reads, refused), flush=True)
 
 
 def main():
@@ -249,7 +292,8 @@ def main():
         nodes.append(b)
         check_read_at_once(a, b)
         check_one_wins(a, b)
-        check_kill_mid_write(a, b)
+        acknowledged = check_kill_mid_write(a, b)
+        check_metadata_outage(a, b, pg, acknowledged)
     except BaseException:
         for node in nodes:
             print(node.log()[-4000:], file=sys.stderr)
