@@ -231,7 +231,10 @@ struct Param {
 
 // A statement that only reads (`idempotent`) is sent again, once, over a
 // reopened connection when the first attempt found the connection broken;
-// a commit is not, since it may have been applied before the break.
+// a commit is not, since it may have been applied before the break. A read
+// is sent again too when serialisable isolation chose it to fail (a
+// read-only statement can be the victim of a conflict among writers): it
+// changed nothing, and its caller has nothing to retry.
 PgResult exec(Conn& conn, const char* sql, const std::vector<Param>& params, Status* status,
               bool idempotent = true) {
   PGconn* c = conn.get();
@@ -260,6 +263,11 @@ PgResult exec(Conn& conn, const char* sql, const std::vector<Param>& params, Sta
     }
   }
   *status = (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) ? Status::Ok() : error_of(c, r.get());
+  for (int attempt = 0; idempotent && status->conflict() && attempt < 5; ++attempt) {
+    r = send();
+    st = PQresultStatus(r.get());
+    *status = (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) ? Status::Ok() : error_of(c, r.get());
+  }
   return r;
 }
 
