@@ -3,8 +3,13 @@
 // the same for both servers. Prints one "figure value unit" line each.
 //
 //   weft_nfs_load NFS_PORT MOUNT_PORT EXPORT SEQ_MIB SMALL_FILES OPS
+//   weft_nfs_load meta NFS_PORT MOUNT_PORT EXPORT FILES OPS
+//       metadata only (tests/bench/scaleout): FILES creates, then OPS
+//       lookups, getattrs and whole listings (READDIRPLUS) of a directory
+//       of 100 files, 64 calls in flight
 #include "../protocols/nfs/libnfs_rpc.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <random>
@@ -138,6 +143,24 @@ struct Client {
     return out;
   }
 
+  // `count` READDIRPLUS calls of dir's first page (all of a small directory).
+  void readdirplus(const Fh& dir, std::size_t count, std::size_t window, std::size_t expect) {
+    READDIRPLUS3args a{};
+    a.dir = fh3(dir);
+    a.dircount = 8192;
+    a.maxcount = 65536;
+    nfs.pipeline(
+        count, window, [&](std::size_t, rpc_cb cb, void* p) { return rpc_nfs3_readdirplus_async(nfs.ctx(), cb, &a, p); },
+        [&](std::size_t, int status, void* data) {
+          auto* r = static_cast<READDIRPLUS3res*>(data);
+          expect_ok(status == RPC_STATUS_SUCCESS, r ? r->status : -1, "READDIRPLUS");
+          std::size_t n = 0;
+          for (auto* e = r->READDIRPLUS3res_u.resok.reply.entries; e; e = e->nextentry) ++n;
+          if (n < expect || !r->READDIRPLUS3res_u.resok.reply.eof)
+            fail("READDIRPLUS listed " + std::to_string(n) + " entries, not all " + std::to_string(expect));
+        });
+  }
+
   void getattr(const Fh& fh, std::size_t count, std::size_t window) {
     GETATTR3args a{fh3(fh)};
     nfs.pipeline(
@@ -149,11 +172,63 @@ struct Client {
   }
 };
 
+Fh mount_root(int mount_port, std::string path) {
+  Fh root;
+  Rpc mount(mount_port);
+  int st = -1;
+  bool ok = mount.call<mountres3>(
+      [&](rpc_cb cb, void* d) { return rpc_mount3_mnt_async(mount.ctx(), cb, path.data(), d); },
+      [&](mountres3& r) {
+        st = r.fhs_status;
+        if (st == MNT3_OK)
+          root = Fh(r.mountres3_u.mountinfo.fhandle.fhandle3_val, r.mountres3_u.mountinfo.fhandle.fhandle3_len);
+      });
+  expect_ok(ok, st, "MNT");
+  return root;
+}
+
+// The metadata figures of tests/bench/scaleout.
+int metadata_only(int nfs_port, int mount_port, const std::string& export_path, std::size_t files,
+                  std::size_t ops) {
+  Fh root = mount_root(mount_port, export_path);
+  Rpc nfs(nfs_port, static_cast<std::uint32_t>(getuid()), static_cast<std::uint32_t>(getgid()), NFS_PROGRAM, NFS_V3);
+  Client c{nfs};
+  const std::string tag = std::to_string(getpid());
+  Fh dir = c.mkdir(root, "meta-" + tag);
+  std::vector<std::string> names(files);
+  for (std::size_t i = 0; i < files; ++i) names[i] = "f" + std::to_string(i);
+  auto t = std::chrono::steady_clock::now();
+  std::vector<Fh> made = c.create(dir, names);
+  std::printf("create %.0f ops/s\n", static_cast<double>(files) / seconds_since(t));
+  std::vector<std::string> lookups(ops);
+  for (std::size_t i = 0; i < ops; ++i) lookups[i] = names[i % files];
+  t = std::chrono::steady_clock::now();
+  c.lookup(dir, lookups, 64);
+  std::printf("lookup %.0f ops/s\n", static_cast<double>(ops) / seconds_since(t));
+  t = std::chrono::steady_clock::now();
+  c.getattr(made[0], ops, 64);
+  std::printf("getattr %.0f ops/s\n", static_cast<double>(ops) / seconds_since(t));
+  Fh listed = c.mkdir(root, "list-" + tag);
+  std::vector<std::string> hundred(100);
+  for (std::size_t i = 0; i < hundred.size(); ++i) hundred[i] = "entry-" + std::to_string(i);
+  c.create(listed, hundred);
+  const std::size_t listings = std::max<std::size_t>(ops / 10, 1);
+  t = std::chrono::steady_clock::now();
+  c.readdirplus(listed, listings, 64, hundred.size());
+  std::printf("readdir %.0f ops/s\n", static_cast<double>(listings) / seconds_since(t));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 7 && std::strcmp(argv[1], "meta") == 0)
+    return metadata_only(std::atoi(argv[2]), std::atoi(argv[3]), argv[4], std::strtoull(argv[5], nullptr, 10),
+                         std::strtoull(argv[6], nullptr, 10));
   if (argc != 7) {
-    std::fprintf(stderr, "usage: weft_nfs_load NFS_PORT MOUNT_PORT EXPORT SEQ_MIB SMALL_FILES OPS\n");
+    std::fprintf(stderr,
+                 "usage: weft_nfs_load NFS_PORT MOUNT_PORT EXPORT SEQ_MIB SMALL_FILES OPS\n"
+                 "       weft_nfs_load meta NFS_PORT MOUNT_PORT EXPORT FILES OPS\n");
     return 2;
   }
   const int nfs_port = std::atoi(argv[1]);
@@ -163,20 +238,7 @@ int main(int argc, char** argv) {
   const std::size_t small_files = std::strtoull(argv[5], nullptr, 10);
   const std::size_t ops = std::strtoull(argv[6], nullptr, 10);
 
-  Fh root;
-  {
-    Rpc mount(mount_port);
-    int st = -1;
-    std::string path = export_path;
-    bool ok = mount.call<mountres3>(
-        [&](rpc_cb cb, void* d) { return rpc_mount3_mnt_async(mount.ctx(), cb, path.data(), d); },
-        [&](mountres3& r) {
-          st = r.fhs_status;
-          if (st == MNT3_OK)
-            root = Fh(r.mountres3_u.mountinfo.fhandle.fhandle3_val, r.mountres3_u.mountinfo.fhandle.fhandle3_len);
-        });
-    expect_ok(ok, st, "MNT");
-  }
+  Fh root = mount_root(mount_port, export_path);
   Rpc nfs(nfs_port, static_cast<std::uint32_t>(getuid()), static_cast<std::uint32_t>(getgid()), NFS_PROGRAM, NFS_V3);
   Client c{nfs};
   std::uint32_t rtmax = 0, wtmax = 0;
