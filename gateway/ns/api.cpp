@@ -25,7 +25,8 @@ Result<T> observed(Namespace::Impl& im, Op op, const OpContext* ctx, F&& fn) {
       if (auto s = im.check_ctx(*ctx, start); !s) return s.error();
     if (im.closed.load()) return Errc::unavailable;
     // Reads and writes through a handle use no cached metadata.
-    if (im.shared && op != Op::read && op != Op::write) im.follow_log();
+    if (im.shared && op != Op::read && op != Op::write)
+      im.follow_log(ctx && ctx->arrived != std::chrono::steady_clock::time_point{} ? ctx->arrived : start);
     return fn();
   }();
   if (auto s = im.sync_owed(); !s && r) r = s.error();

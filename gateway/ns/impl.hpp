@@ -244,9 +244,10 @@ struct Namespace::Impl {
   bool shared = false;
   std::uint64_t node_id = 0;  // Change::origin of this node's changes
   std::mutex catch_up_mu;
-  std::atomic<std::uint64_t> catch_ups_started{0};
-  std::uint64_t catch_up_finished = 0;  // the number of the last that finished
-  std::uint64_t log_followed = 0;       // the last change seen
+  // When the last catch-up that finished started: it saw every change
+  // committed before then. Under catch_up_mu, as is log_followed.
+  std::chrono::steady_clock::time_point caught_up_from{};
+  std::uint64_t log_followed = 0;  // the last change seen
   // Bumped (under cache_mu held exclusively) before catch_up() drops
   // anything: a record read from the store before it may be stale, and is
   // cached only if no drop came in between (fill_cache()).
@@ -302,11 +303,12 @@ struct Namespace::Impl {
   // --- start-up (namespace.cpp)
   Status start();
   Status count_inodes();
-  Status catch_up();
+  // Follows the log so that every change committed before `since` is seen.
+  Status catch_up(std::chrono::steady_clock::time_point since);
   // catch_up(), or, while the store cannot be reached, on with what is
   // cached (saying so every 10 s at most): cached reads go on through an
   // outage; anything that must reach the store fails by itself.
-  void follow_log();
+  void follow_log(std::chrono::steady_clock::time_point since);
   std::atomic<std::int64_t> follow_warned_ns{0};
   void invalidate(const Change& c);
   // Runs `put` (a cache fill of records read since `epoch` was taken from

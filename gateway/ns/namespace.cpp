@@ -1002,13 +1002,12 @@ Result<std::uint64_t> Namespace::Impl::last_change() {
 // ---------------------------------------------------------------------------
 // Several nodes
 
-Status Namespace::Impl::catch_up() {
-  // Any catch-up that starts after this call began will do; one that was
-  // already running when it began might have missed a change before it.
-  const std::uint64_t arrived = catch_ups_started.load();
+Status Namespace::Impl::catch_up(std::chrono::steady_clock::time_point since) {
+  // Any catch-up that started after `since` will do (concurrent calls share
+  // one); one that was already running then might have missed a change.
   std::lock_guard lock(catch_up_mu);
-  if (catch_up_finished > arrived) return {};
-  const std::uint64_t number = ++catch_ups_started;
+  if (caught_up_from >= since) return {};
+  const auto started = std::chrono::steady_clock::now();
   constexpr std::size_t kBatch = 1024;
   const std::string end = kv::prefix_end(rec::kChangeLog);
   for (;;) {
@@ -1038,12 +1037,12 @@ Status Namespace::Impl::catch_up() {
     log_followed = last;
     if (seen < kBatch) break;
   }
-  catch_up_finished = number;
+  caught_up_from = started;
   return {};
 }
 
-void Namespace::Impl::follow_log() {
-  auto s = catch_up();
+void Namespace::Impl::follow_log(std::chrono::steady_clock::time_point since) {
+  auto s = catch_up(since);
   if (s) return;
   const std::int64_t now = now_ns();
   std::int64_t last = follow_warned_ns.load();

@@ -84,6 +84,10 @@ struct OpContext {
   std::string client_addr;  // "ip:port"
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::shared_ptr<const std::atomic<bool>> cancelled;  // may be null
+  // When the client's request came in (unset: each call's own start). With
+  // several nodes, a call sees every change committed anywhere before it,
+  // and the calls of one request share the one look at the change log.
+  std::chrono::steady_clock::time_point arrived{};
 };
 
 struct DirEntry {

@@ -125,6 +125,7 @@ awaitable<void> Service::handle(std::vector<std::uint8_t> record, std::string cl
   ctx.protocol = "nfs";
   ctx.client_addr = std::move(client);
   const auto started = std::chrono::steady_clock::now();
+  ctx.arrived = started;
   switch (h.prog) {
     case rpc::kPortmapProgram:
       if (h.vers != 2) {

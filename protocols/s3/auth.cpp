@@ -5,6 +5,7 @@
 #include "protocols/s3/dates.hpp"
 #include "protocols/s3/sigv2.hpp"
 
+#include <chrono>
 #include <charconv>
 #include <memory>
 #include <vector>
@@ -290,6 +291,7 @@ Outcome authenticate(Request& r, const ns::Namespace& ns, std::string_view regio
                      std::string_view export_name, std::int64_t now_seconds) {
   r.ctx.protocol = "s3";
   r.ctx.client_addr = r.head.remote;
+  r.ctx.arrived = std::chrono::steady_clock::now();
   if (const std::string* a = r.header("authorization"))
     return header_auth(r, ns, region, export_name, now_seconds, *a);
   if (r.has("X-Amz-Signature") || r.has("X-Amz-Credential") || r.has("X-Amz-Algorithm"))
