@@ -172,6 +172,20 @@ struct Client {
   }
 };
 
+// Metadata operations per second, 64 in flight: `ops` LOOKUPs cycling over
+// `names` in dir, then `ops` GETATTRs of `file`.
+void lookup_and_getattr_rates(Client& c, const Fh& dir, const std::vector<std::string>& names, const Fh& file,
+                              std::size_t ops) {
+  std::vector<std::string> lookups(ops);
+  for (std::size_t i = 0; i < ops; ++i) lookups[i] = names[i % names.size()];
+  auto t = std::chrono::steady_clock::now();
+  c.lookup(dir, lookups, 64);
+  std::printf("lookup %.0f ops/s\n", static_cast<double>(ops) / seconds_since(t));
+  t = std::chrono::steady_clock::now();
+  c.getattr(file, ops, 64);
+  std::printf("getattr %.0f ops/s\n", static_cast<double>(ops) / seconds_since(t));
+}
+
 Fh mount_root(int mount_port, std::string path) {
   Fh root;
   Rpc mount(mount_port);
@@ -200,14 +214,7 @@ int metadata_only(int nfs_port, int mount_port, const std::string& export_path, 
   auto t = std::chrono::steady_clock::now();
   std::vector<Fh> made = c.create(dir, names);
   std::printf("create %.0f ops/s\n", static_cast<double>(files) / seconds_since(t));
-  std::vector<std::string> lookups(ops);
-  for (std::size_t i = 0; i < ops; ++i) lookups[i] = names[i % files];
-  t = std::chrono::steady_clock::now();
-  c.lookup(dir, lookups, 64);
-  std::printf("lookup %.0f ops/s\n", static_cast<double>(ops) / seconds_since(t));
-  t = std::chrono::steady_clock::now();
-  c.getattr(made[0], ops, 64);
-  std::printf("getattr %.0f ops/s\n", static_cast<double>(ops) / seconds_since(t));
+  lookup_and_getattr_rates(c, dir, names, made[0], ops);
   Fh listed = c.mkdir(root, "list-" + tag);
   std::vector<std::string> hundred(100);
   for (std::size_t i = 0; i < hundred.size(); ++i) hundred[i] = "entry-" + std::to_string(i);
@@ -292,14 +299,6 @@ int main(int argc, char** argv) {
   if (got != static_cast<std::uint64_t>(small_files) * kSmall) fail("short small-file read");
   std::printf("small_read %.1f files/s\n", static_cast<double>(small_files) / seconds_since(t));
 
-  // Metadata operations per second, 64 in flight.
-  t = std::chrono::steady_clock::now();
-  c.getattr(big[0], ops, 64);
-  std::printf("getattr %.0f ops/s\n", static_cast<double>(ops) / seconds_since(t));
-  std::vector<std::string> lookups(ops);
-  for (std::size_t i = 0; i < ops; ++i) lookups[i] = names[i % small_files];
-  t = std::chrono::steady_clock::now();
-  c.lookup(small_dir, lookups, 64);
-  std::printf("lookup %.0f ops/s\n", static_cast<double>(ops) / seconds_since(t));
+  lookup_and_getattr_rates(c, small_dir, names, big[0], ops);
   return 0;
 }

@@ -39,32 +39,14 @@ sys.path.insert(0, str(HERE.parent / "protocols" / "rest"))
 sys.path.insert(0, str(HERE.parent / "backend" / "connectors"))
 
 from connectors_test import WeftSite, skip  # noqa: E402
-from gateway import Gateway  # noqa: E402
+from gateway import Gateway, close_checked  # noqa: E402
 from postgres_server import PostgresServer, Unavailable  # noqa: E402
 
 BUCKET = "train"
 
 
-def s3_client(node):
-    import boto3
-    import botocore.config
-    return boto3.client("s3", endpoint_url="http://" + node.endpoints["s3"], region_name="us-east-1",
-                        aws_access_key_id=node.credentials["access_key_id"],
-                        aws_secret_access_key=node.credentials["secret_access_key"],
-                        config=botocore.config.Config(s3={"addressing_style": "path"},
-                                                      retries={"max_attempts": 1, "mode": "standard"}))
-
-
-def sftp_client(node):
-    import paramiko
-    host, _, port = node.endpoints["sftp"].rpartition(":")
-    transport = paramiko.Transport((host, int(port)))
-    transport.connect(username=node.admin[0], password=node.admin[1])
-    return transport, paramiko.SFTPClient.from_transport(transport)
-
-
 def sftp_get(node, path):
-    transport, sftp = sftp_client(node)
+    transport, sftp = node.sftp()
     try:
         with sftp.open("/data/" + path, "rb") as f:
             return f.read()
@@ -95,7 +77,7 @@ def body(name, size):
 
 
 def check_read_at_once(a, b):
-    s3a, s3b = s3_client(a), s3_client(b)
+    s3a, s3b = a.s3(), b.s3()
     s3a.create_bucket(Bucket=BUCKET)
     # Small files live in the metadata; the others are packs in the bucket.
     files = {"small.txt": b"kept in the metadata\n", "medium.bin": body("medium", 70_000),
@@ -121,22 +103,13 @@ def check_read_at_once(a, b):
           "a removal and the listing too", flush=True)
 
 
-def close_checked(f):
-    """Closes an SFTP file, raising the server's CLOSE failure (paramiko's
-    own close() swallows it)."""
-    import paramiko
-    f.flush()
-    f._closed = True  # paramiko sends no second CLOSE
-    f.sftp._request(paramiko.sftp.CMD_CLOSE, f.handle)
-
-
 def check_one_wins(a, b):
     import paramiko
-    s3a, s3b = s3_client(a), s3_client(b)
+    s3a, s3b = a.s3(), b.s3()
     base, mine = b"the version both start from\n", b"written at node A\n"
     s3a.put_object(Bucket=BUCKET, Key="shared.txt", Body=base)
-    ta, sftp_a = sftp_client(a)
-    tb, sftp_b = sftp_client(b)
+    ta, sftp_a = a.sftp()
+    tb, sftp_b = b.sftp()
     try:
         fa = sftp_a.open("/data/%s/shared.txt" % BUCKET, "r+")
         fb = sftp_b.open("/data/%s/shared.txt" % BUCKET, "r+")
@@ -171,7 +144,7 @@ def written_bytes(node):
 
 
 def check_kill_mid_write(a, b):
-    s3a, s3b = s3_client(a), s3_client(b)
+    s3a, s3b = a.s3(), b.s3()
     acknowledged = {}
     for i in range(12):
         name = "ack-%02d.bin" % i
@@ -183,7 +156,7 @@ def check_kill_mid_write(a, b):
 
     def upload(name, data):
         try:
-            s3_client(a).put_object(Bucket=BUCKET, Key=name, Body=data)
+            a.s3().put_object(Bucket=BUCKET, Key=name, Body=data)
             outcomes[name] = "acknowledged"
         except Exception as e:  # the connection dies with the node
             outcomes[name] = "failed: %s" % type(e).__name__
@@ -202,7 +175,7 @@ def check_kill_mid_write(a, b):
     for name, outcome in outcomes.items():
         if outcome == "acknowledged":
             acknowledged[name] = in_flight[name]
-    for node, s3 in (("B", s3b), ("A after its restart", s3_client(a))):
+    for node, s3 in (("B", s3b), ("A after its restart", a.s3())):
         for name, data in acknowledged.items():
             got = s3_get(s3, name)
             assert got == data, "%s at %s: %d bytes, not the %d acknowledged" % (name, node, len(got), len(data))
@@ -221,7 +194,7 @@ def check_kill_mid_write(a, b):
 def check_metadata_outage(a, b, pg, acknowledged):
     """PostgreSQL down for 10 s: B serves what it has read from its caches,
     refuses writes with 503, and takes them again once the server is back."""
-    s3b = s3_client(b)
+    s3b = b.s3()
     for name, data in acknowledged.items():  # read once: now in B's caches
         assert s3_get(s3b, name) == data
     outage = 10
@@ -253,7 +226,7 @@ def check_metadata_outage(a, b, pg, acknowledged):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
-    assert s3_get(s3_client(a), "after-outage.txt") == b"back"
+    assert s3_get(a.s3(), "after-outage.txt") == b"back"
     print("ok: PostgreSQL down for %d s: B served %d cached reads, refused %d writes with 503 "
           "ServiceUnavailable, and took writes again once it was back" % (outage, reads, refused), flush=True)
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1] / "backend" / "connectors"))
 import connectors_test as remotes  # noqa: E402  (the connector tests' servers and clients)
 from hubsite import Spoke  # noqa: E402
-from two_spokes_test import close_checked  # noqa: E402  (raises the server's CLOSE failure)
+from gateway import close_checked  # noqa: E402  (raises the server's CLOSE failure)
 
 WEFT = None
 SERVER = None

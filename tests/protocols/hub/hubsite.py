@@ -114,23 +114,6 @@ class Spoke(Gateway):
         super().__init__(weft, protocols=protocols, prefix="weft-spoke-", region=region, args=args,
                          config=config or None)
 
-    def s3(self):
-        import boto3
-        import botocore.config
-        return boto3.client(
-            "s3", endpoint_url="http://" + self.endpoints["s3"], region_name="us-east-1",
-            aws_access_key_id=self.credentials["access_key_id"],
-            aws_secret_access_key=self.credentials["secret_access_key"],
-            config=botocore.config.Config(s3={"addressing_style": "path"},
-                                          retries={"max_attempts": 1, "mode": "standard"}))
-
-    def sftp(self):
-        import paramiko
-        host, _, port = self.endpoints["sftp"].rpartition(":")
-        transport = paramiko.Transport((host, int(port)))
-        transport.connect(username=self.admin[0], password=self.admin[1])
-        return transport, paramiko.SFTPClient.from_transport(transport)
-
 
 def rest(site):
     """A requests session signed in as the site's administrator."""

@@ -28,6 +28,7 @@ import paramiko
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hubsite import Site, Spoke, hub_put, rest, run_tests  # noqa: E402
+from gateway import close_checked  # noqa: E402  (on the path hubsite sets)
 
 WEFT = None
 DATASETS = "data/datasets/"  # the hub directory the spokes mount
@@ -53,14 +54,6 @@ def hub_names(hub, path=""):
 def sftp_read(sftp, path):
     with sftp.open(MOUNT + path, "rb") as f:
         return f.read()
-
-
-def close_checked(f):
-    """Closes an SFTP file, raising the server's CLOSE failure (paramiko's
-    own close() swallows it)."""
-    f.flush()
-    f._closed = True  # paramiko sends no second CLOSE
-    f.sftp._request(paramiko.sftp.CMD_CLOSE, f.handle)
 
 
 def nfs_url(site, path):

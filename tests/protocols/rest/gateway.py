@@ -78,6 +78,25 @@ class Gateway:
     def log(self):
         return self.log_path.read_text(errors="replace")
 
+    def s3(self):
+        """A boto3 client of the S3 endpoint as the admin (path style, no retries)."""
+        import boto3
+        import botocore.config
+        return boto3.client(
+            "s3", endpoint_url="http://" + self.endpoints["s3"], region_name="us-east-1",
+            aws_access_key_id=self.credentials["access_key_id"],
+            aws_secret_access_key=self.credentials["secret_access_key"],
+            config=botocore.config.Config(s3={"addressing_style": "path"},
+                                          retries={"max_attempts": 1, "mode": "standard"}))
+
+    def sftp(self):
+        """(transport, SFTPClient) of the SFTP endpoint as the admin (paramiko)."""
+        import paramiko
+        host, _, port = self.endpoints["sftp"].rpartition(":")
+        transport = paramiko.Transport((host, int(port)))
+        transport.connect(username=self.admin[0], password=self.admin[1])
+        return transport, paramiko.SFTPClient.from_transport(transport)
+
     def stop(self):
         """SIGTERM; returns the exit code. The data directory is removed."""
         code = None
@@ -92,3 +111,12 @@ class Gateway:
             code = self.proc.returncode
         shutil.rmtree(self.tmp, ignore_errors=True)
         return code
+
+
+def close_checked(f):
+    """Closes a paramiko SFTP file, raising the server's CLOSE failure
+    (paramiko's own close() swallows it)."""
+    import paramiko
+    f.flush()
+    f._closed = True  # paramiko sends no second CLOSE
+    f.sftp._request(paramiko.sftp.CMD_CLOSE, f.handle)
