@@ -15,7 +15,9 @@ directory, as two nodes behind a load balancer would be.
     object A acknowledged, byte for byte, and not the cut-off upload; A,
     started again, joins with the same view;
   - PostgreSQL down for 10 s: B goes on serving what it has read, refuses
-    writes with 503 ServiceUnavailable, and takes them once it is back.
+    writes with 503 ServiceUnavailable, and takes them once it is back;
+  - a node does not start, and says why, when PostgreSQL cannot be reached
+    or holds a schema of another version.
 
     two_nodes_test.py --weft PATH
 
@@ -40,7 +42,7 @@ sys.path.insert(0, str(HERE.parent / "backend" / "connectors"))
 
 from connectors_test import WeftSite, skip  # noqa: E402
 from gateway import Gateway, close_checked  # noqa: E402
-from postgres_server import PostgresServer, Unavailable  # noqa: E402
+from postgres_server import PostgresServer, Unavailable, free_port  # noqa: E402
 
 BUCKET = "train"
 
@@ -231,6 +233,33 @@ def check_metadata_outage(a, b, pg, acknowledged):
           "ServiceUnavailable, and took writes again once it was back" % (outage, reads, refused), flush=True)
 
 
+def check_refusals(weft, pg, config, tmp):
+    """A node refuses to start, saying why, when PostgreSQL cannot be reached
+    or holds a schema of another version."""
+    def start(metadata, name):
+        conf = dict(config, metadata=metadata)
+        path = tmp / (name + ".json")
+        path.write_text(json.dumps(conf))
+        r = subprocess.run([weft, "serve", "--data", str(tmp / name), "--config", str(path), "--s3", "127.0.0.1:0",
+                            "--rest", "off", "--nfs", "off", "--smb", "off", "--sftp", "off"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0, "weft started: " + r.stdout + r.stderr
+        return r.stdout + r.stderr
+
+    out = start("postgresql://postgres@127.0.0.1:%d/none?connect_timeout=3" % free_port(), "unreachable")
+    assert "cannot connect to PostgreSQL" in out, out
+    unreachable = [line for line in out.splitlines() if "PostgreSQL" in line][0]
+    pg.sql(config["metadata"], "UPDATE weft_schema SET version = 99")
+    try:
+        out = start(config["metadata"], "newer")
+        assert "schema is at version 99" in out, out
+    finally:
+        pg.sql(config["metadata"], "UPDATE weft_schema SET version = 2")
+    newer = [line for line in out.splitlines() if "version 99" in line][0]
+    print("ok: refused to start, saying why: %s | %s" % (unreachable.split("] ", 1)[-1],
+                                                          newer.split("] ", 1)[-1]), flush=True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--weft", required=True)
@@ -267,6 +296,7 @@ def main():
         check_one_wins(a, b)
         acknowledged = check_kill_mid_write(a, b)
         check_metadata_outage(a, b, pg, acknowledged)
+        check_refusals(args.weft, pg, config, tmp)
     except BaseException:
         for node in nodes:
             print(node.log()[-4000:], file=sys.stderr)

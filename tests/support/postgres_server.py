@@ -68,6 +68,14 @@ class PostgresServer:
         self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
         return "postgresql://postgres@127.0.0.1:%d/%s" % (self.port, name)
 
+    def sql(self, url, statement):
+        """Runs one SQL statement on the database `url` names (psql)."""
+        r = subprocess.run([str(self.bin / "psql"), "-X", "-v", "ON_ERROR_STOP=1", "-c", statement, url],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError("psql: " + r.stderr)
+        return r.stdout
+
     def stop(self):
         if self.started:
             try:
