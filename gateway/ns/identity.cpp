@@ -214,8 +214,40 @@ void set_password_fields(UserRecord& u, std::string_view password) {
 
 }  // namespace
 
+Status Namespace::Impl::commit_identity(kv::Txn& txn) {
+  const std::string token = hex(random_bytes(16));
+  txn.put(rec::key_meta("identity"), token);
+  if (!txn.commit(kv::Durability::sync).ok()) return Errc::io;
+  identity_token = token;  // callers hold id_mu
+  return {};
+}
+
+void Namespace::Impl::follow_identity() {
+  const std::int64_t now = now_ns();
+  std::int64_t last = identity_checked_ns.load();
+  if (now - last < 1'000'000'000 || !identity_checked_ns.compare_exchange_strong(last, now)) return;
+  std::string token;
+  kv::Status s = kv->get(rec::key_meta("identity"), &token);
+  if (!s.ok() && !s.not_found()) return;  // unreachable: the next look will tell
+  {
+    std::shared_lock lock(id_mu);
+    if (token == identity_token) return;
+  }
+  if (auto r = load_identity(); !r)
+    spdlog::warn("ns: could not reload users, keys and exports changed at another node");
+}
+
 Status Namespace::Impl::load_identity() {
   std::unique_lock lock(id_mu);
+  // A reload (another node changed them) starts afresh.
+  users.clear();
+  uids.clear();
+  s3_keys.clear();
+  tokens.clear();
+  export_specs.clear();
+  export_roots.clear();
+  kv::Status got = kv->get(rec::key_meta("identity"), &identity_token);
+  if (!got.ok() && !got.not_found()) return Errc::io;
   bool bad = false;
   auto scan = [&](char tag, auto&& fn) {
     std::string p(1, tag);
@@ -319,7 +351,7 @@ Status Namespace::Impl::set_export(const OpContext& ctx, const Export& e) {
   std::unique_lock lock(id_mu);
   auto txn = kv->begin();
   txn->put(rec::key_export(e.name), export_json(e, root->ino).dump());
-  if (!txn->commit(kv::Durability::sync).ok()) return Errc::io;
+  if (auto s = commit_identity(*txn); !s) return s.error();
   export_specs[e.name] = e;
   export_roots[e.name] = root->ino;
   return {};
@@ -332,7 +364,7 @@ Status Namespace::Impl::remove_export(const OpContext& ctx, std::string_view nam
   if (it == export_specs.end()) return Errc::not_found;
   auto txn = kv->begin();
   txn->erase(rec::key_export(name));
-  if (!txn->commit(kv::Durability::sync).ok()) return Errc::io;
+  if (auto s = commit_identity(*txn); !s) return s.error();
   export_roots.erase(it->first);
   export_specs.erase(it);
   return {};
@@ -342,7 +374,7 @@ Status Namespace::Impl::save_user(const UserRecord& u) {
   auto txn = kv->begin();
   txn->put(rec::key_user(u.user.name), user_json(u).dump());
   txn->put(rec::key_uid(u.user.uid), u.user.name);
-  if (!txn->commit(kv::Durability::sync).ok()) return Errc::io;
+  if (auto s = commit_identity(*txn); !s) return s.error();
   return {};
 }
 
@@ -388,7 +420,7 @@ Status Namespace::Impl::delete_user(const OpContext& ctx, std::string_view name)
   for (const auto& k : it->second.user.s3_access_keys) txn->erase(rec::key_s3_key(k));
   for (const auto& [id, t] : tokens)
     if (t.token.user == name) txn->erase(rec::key_token(id));
-  if (!txn->commit(kv::Durability::sync).ok()) return Errc::io;
+  if (auto s = commit_identity(*txn); !s) return s.error();
   for (const auto& k : it->second.user.s3_access_keys) s3_keys.erase(k);
   std::erase_if(tokens, [&](const auto& t) { return t.second.token.user == name; });
   uids.erase(it->second.user.uid);
@@ -430,7 +462,7 @@ Result<S3Key> Namespace::Impl::add_s3_key(const OpContext& ctx, std::string_view
   auto txn = kv->begin();
   txn->put(rec::key_s3_key(key.access_key), json{{"user", key.user}, {"secret", key.secret_key}}.dump());
   txn->put(rec::key_user(u.user.name), user_json(u).dump());
-  if (!txn->commit(kv::Durability::sync).ok()) return Errc::io;
+  if (auto s = commit_identity(*txn); !s) return s.error();
   s3_keys[key.access_key] = key;
   it->second = u;
   return key;
@@ -450,7 +482,7 @@ Status Namespace::Impl::remove_s3_key(const OpContext& ctx, std::string_view acc
     std::erase(u.user.s3_access_keys, std::string(access_key));
     txn->put(rec::key_user(u.user.name), user_json(u).dump());
   }
-  if (!txn->commit(kv::Durability::sync).ok()) return Errc::io;
+  if (auto s = commit_identity(*txn); !s) return s.error();
   if (it != users.end()) it->second = u;
   s3_keys.erase(k);
   return {};
@@ -491,7 +523,7 @@ Result<User> Namespace::Impl::set_ids(const OpContext& ctx, std::string_view nam
   u.user.gid = gid;
   txn->put(rec::key_user(u.user.name), user_json(u).dump());
   txn->put(rec::key_uid(uid), u.user.name);
-  if (!txn->commit(kv::Durability::sync).ok()) return Errc::io;
+  if (auto s = commit_identity(*txn); !s) return s.error();
   uids.erase(it->second.user.uid);
   uids[uid] = u.user.name;
   it->second = u;
@@ -528,7 +560,7 @@ Result<Token> Namespace::Impl::create_token(const OpContext& ctx, std::string_vi
   json j{{"user", t.token.user}, {"name", t.token.name}, {"created", t.token.created_ns}, {"hash", hex(t.hash)}};
   auto txn = kv->begin();
   txn->put(rec::key_token(t.token.id), j.dump());
-  if (!txn->commit(kv::Durability::sync).ok()) return Errc::io;
+  if (auto s = commit_identity(*txn); !s) return s.error();
   Token out = t.token;
   out.secret = secret;
   tokens[t.token.id] = std::move(t);
@@ -542,7 +574,7 @@ Status Namespace::Impl::revoke_token(const OpContext& ctx, std::string_view id) 
   if (auto s = check_self_or_admin(ctx, it->second.token.user); !s) return s;
   auto txn = kv->begin();
   txn->erase(rec::key_token(id));
-  if (!txn->commit(kv::Durability::sync).ok()) return Errc::io;
+  if (auto s = commit_identity(*txn); !s) return s.error();
   tokens.erase(it);
   return {};
 }
@@ -609,10 +641,16 @@ Result<User> Namespace::user_by_uid(std::uint32_t uid) const {
 }
 
 Result<S3Key> Namespace::s3_key(std::string_view access_key) const {
-  std::shared_lock lock(impl_->id_mu);
-  auto it = impl_->s3_keys.find(access_key);
-  if (it == impl_->s3_keys.end()) return Errc::not_found;
-  return it->second;
+  for (int attempt = 0;; ++attempt) {
+    {
+      std::shared_lock lock(impl_->id_mu);
+      auto it = impl_->s3_keys.find(access_key);
+      if (it != impl_->s3_keys.end()) return it->second;
+    }
+    // A key made at another node since this one last looked.
+    if (!impl_->shared || attempt > 0) return Errc::not_found;
+    impl_->follow_identity();
+  }
 }
 
 Result<std::array<std::uint8_t, 16>> Namespace::nt_hash(std::string_view name) const {

@@ -286,6 +286,12 @@ struct Namespace::Impl {
   std::map<std::uint32_t, std::string> uids;
   std::map<std::string, Export, std::less<>> export_specs;
   std::map<std::string, Ino, std::less<>> export_roots;
+  // Several nodes: every identity change writes a new token under
+  // key_meta("identity"); a node that finds another token than the one it
+  // loaded reloads users, keys, tokens and exports (looked at once a second
+  // at most: follow_identity()).
+  std::string identity_token;  // under id_mu
+  std::atomic<std::int64_t> identity_checked_ns{0};
 
   struct OpMetrics {
     metrics::Counter* calls;
@@ -467,6 +473,9 @@ struct Namespace::Impl {
 
   // --- identity (identity.cpp)
   Status load_identity();
+  // Commits an identity change, with a new identity token.
+  Status commit_identity(kv::Txn& txn);
+  void follow_identity();
   Status bootstrap_exports();
   Result<ExportAccess> export_access(const Principal& p, std::string_view name) const;
   Status set_export(const OpContext& ctx, const Export& e);

@@ -1042,6 +1042,7 @@ Status Namespace::Impl::catch_up(std::chrono::steady_clock::time_point since) {
 }
 
 void Namespace::Impl::follow_log(std::chrono::steady_clock::time_point since) {
+  follow_identity();
   auto s = catch_up(since);
   if (s) return;
   const std::int64_t now = now_ns();

@@ -6,7 +6,11 @@
 // bucket (ns.nodes.postgres+objects).
 #include "fixture.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <functional>
 #include <set>
+#include <thread>
 
 namespace weft::ns::test {
 namespace {
@@ -137,6 +141,36 @@ TEST_CASE("inode numbers from two nodes never collide, and both list every file"
   CHECK(inos.size() == 100);
   CHECK(a.names(dir.ino).size() == 100);
   CHECK(b.listed(dir.ino) == a.listed(dir.ino));
+}
+
+TEST_CASE("users, keys and exports made at one node reach the other within a second or two") {
+  if (!PostgresObjects::available()) return;
+  TwoNodes n;
+  Fixture& a = *n.a;
+  Fixture& b = *n.b;
+  const OpContext& cx = a.admin();
+  // True once `seen` holds at B; B looks again at most once a second.
+  auto within = [&](const std::function<bool()>& seen) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!seen()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      b.ok(b.ns().getattr(cx, kRootIno));  // any call lets B look
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
+  };
+  a.ok(a.ns().create_user(cx, NewUser{.name = "alice", .password = "secret-1"}));
+  const S3Key key = a.ok(a.ns().add_s3_key(cx, "alice"));
+  CHECK(within([&] { return b.ns().s3_key(key.access_key).has_value(); }));
+  CHECK(b.ns().s3_key(key.access_key).value().secret_key == key.secret_key);
+  a.mkdir(kRootIno, "team");
+  a.ok(a.ns().set_export(cx, Export{.name = "team", .path = "/team", .users = {{"alice", Access::read_write}}}));
+  CHECK(within([&] {
+    auto e = b.ns().exports();
+    return e && std::any_of(e->begin(), e->end(), [](const Export& x) { return x.name == "team"; });
+  }));
+  a.ok(a.ns().remove_s3_key(cx, key.access_key));
+  CHECK(within([&] { return !b.ns().s3_key(key.access_key).has_value(); }));
 }
 
 TEST_SUITE_END();
