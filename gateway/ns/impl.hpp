@@ -302,6 +302,8 @@ struct Namespace::Impl {
   metrics::Counter* bytes_read = nullptr;
   metrics::Counter* bytes_written = nullptr;
   metrics::Counter* seals = nullptr;
+  metrics::Counter* log_reads = nullptr;        // catch_up()'s looks at the change log
+  metrics::Counter* followed_changes = nullptr;  // other nodes' changes applied to the caches
 
   // The spoke mounts, when this namespace has any (spoke.hpp).
   std::unique_ptr<Spokes> spokes;

@@ -1024,6 +1024,8 @@ Status Namespace::Impl::catch_up(std::chrono::steady_clock::time_point since) {
       return true;
     });
     if (!s.ok()) return from_kv(s);
+    log_reads->inc();
+    followed_changes->inc(theirs.size());
     if (!theirs.empty() || corrupt) {
       std::unique_lock drop(cache_mu);
       invalidations++;
@@ -1124,6 +1126,10 @@ void Namespace::Impl::register_metrics() {
   bytes_read = &reg.counter("weft_namespace_read_bytes_total", "Bytes read through the namespace");
   bytes_written = &reg.counter("weft_namespace_written_bytes_total", "Bytes written through the namespace");
   seals = &reg.counter("weft_namespace_seals_total", "File versions sealed");
+  log_reads = &reg.counter("weft_namespace_log_reads_total",
+                           "Reads of the shared change log before serving cached metadata (several nodes)");
+  followed_changes = &reg.counter("weft_namespace_followed_changes_total",
+                                  "Changes by other nodes that dropped cached metadata here");
   reg.gauge_fn("weft_namespace_inodes", "Inodes in the namespace", {}, [this] { return double(inode_count.load()); });
   reg.gauge_fn("weft_namespace_cached_inodes", "Inodes in the namespace cache", {}, [this] { return double(inodes.size()); });
   reg.gauge_fn("weft_namespace_open_handles", "Open file handles", {}, [this] {
