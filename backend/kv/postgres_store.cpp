@@ -271,6 +271,66 @@ PgResult exec(Conn& conn, const char* sql, const std::vector<Param>& params, Sta
   return r;
 }
 
+// Runs `statements` as one transaction in one round trip (libpq's pipeline
+// mode); the result of statement `answer`, or the first failure. A
+// transaction that failed part-way is rolled back before the connection
+// goes back to the pool.
+PgResult exec_pipelined(Conn& conn, const std::vector<std::pair<const char*, const std::vector<Param>*>>& statements,
+                        std::size_t answer, Status* status) {
+  PGconn* c = conn.get();
+  auto failed = [&](Status s) {
+    if (PQstatus(c) == CONNECTION_BAD) conn.broken();
+    *status = std::move(s);
+    return PgResult(nullptr, PQclear);
+  };
+  if (PQenterPipelineMode(c) != 1) return failed(error_of(c, nullptr));
+  bool sent = true;
+  const std::vector<Param> none;
+  for (const auto& [sql, params] : statements) {
+    std::vector<Oid> types;
+    std::vector<const char*> values;
+    std::vector<int> lengths, formats;
+    for (const auto& p : params ? *params : none) {
+      types.push_back(p.type);
+      values.push_back(p.bytes.data());
+      lengths.push_back(static_cast<int>(p.bytes.size()));
+      formats.push_back(1);
+    }
+    sent = sent && PQsendQueryParams(c, sql, static_cast<int>(types.size()), types.data(), values.data(),
+                                     lengths.data(), formats.data(), 1) == 1;
+  }
+  sent = sent && PQpipelineSync(c) == 1;
+  PgResult kept(nullptr, PQclear);
+  Status first;
+  // Each statement answers with one result and a null; the sync with its own.
+  for (std::size_t i = 0; sent && i <= statements.size(); ++i) {
+    PgResult r(PQgetResult(c), PQclear);
+    if (!r) {
+      sent = false;
+      break;
+    }
+    auto st = PQresultStatus(r.get());
+    if (i == statements.size()) {
+      sent = st == PGRES_PIPELINE_SYNC;
+      break;
+    }
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && first.ok())
+      first = st == PGRES_PIPELINE_ABORTED ? Status{Code::io_error, "PostgreSQL: statement skipped"}
+                                           : error_of(c, r.get());
+    if (i == answer) kept = std::move(r);
+    PgResult end(PQgetResult(c), PQclear);  // the null after the statement's result
+  }
+  if (!sent) {
+    Status s = error_of(c, nullptr);
+    if (PQstatus(c) != CONNECTION_BAD) reopen(c);  // a pipeline in an unknown state is not reused
+    return failed(s.ok() ? Status{Code::io_error, "PostgreSQL: pipeline failed"} : s);
+  }
+  PQexitPipelineMode(c);
+  if (PQtransactionStatus(c) != PQTRANS_IDLE) PgResult(PQexec(c, "ROLLBACK"), PQclear);
+  *status = first;
+  return kept;
+}
+
 Param bytea(std::string_view s) { return {kByteaOid, std::string(s)}; }
 
 void put_u32(std::string& out, std::uint32_t v) {
@@ -434,36 +494,28 @@ class PgTxn final : public Txn {
                               {kBoolOid, std::string(1, durability == Durability::sync ? 1 : 0)}};
     auto conn = pool_.acquire();
     Status st;
+    constexpr const char* kCommit = "SELECT weft_kv_commit($1, $2, $3, $4, $5, $6, $7, $8, $9)";
     // A commit that appends runs in a transaction that takes the log lock
-    // before its snapshot (kSchema says why); one without runs as a single
-    // statement.
-    bool explicit_txn = !appends_.empty();
-    if (explicit_txn) {
-      exec(conn, "BEGIN", {}, &st, false);
-      if (st.ok()) exec(conn, "LOCK TABLE weft_log_lock IN EXCLUSIVE MODE", {}, &st, false);
-      if (!st.ok()) return end_failed(conn, st);
-    }
-    auto r = exec(conn, "SELECT weft_kv_commit($1, $2, $3, $4, $5, $6, $7, $8, $9)", params, &st, false);
-    if (!st.ok()) return end_failed(conn, st);
+    // before its snapshot (kSchema says why), all in one round trip: a
+    // failed check wrote nothing, so its COMMIT commits nothing. One without
+    // runs as a single statement.
+    PgResult r = appends_.empty()
+                     ? exec(conn, kCommit, params, &st, false)
+                     : exec_pipelined(conn,
+                                      {{"BEGIN", nullptr},
+                                       {"LOCK TABLE weft_log_lock IN EXCLUSIVE MODE", nullptr},
+                                       {kCommit, &params},
+                                       {"COMMIT", nullptr}},
+                                      2, &st);
+    if (!st.ok()) return st;
     if (PQntuples(r.get()) != 1 || PQgetlength(r.get(), 0, 0) != 1)
-      return end_failed(conn, {Code::io_error, "PostgreSQL: unexpected reply to commit"});
+      return {Code::io_error, "PostgreSQL: unexpected reply to commit"};
     if (PQgetvalue(r.get(), 0, 0)[0] == 0)
-      return end_failed(conn, {Code::conflict, "a key read for update was changed by another transaction"});
-    if (explicit_txn) exec(conn, "COMMIT", {}, &st, false);
+      return {Code::conflict, "a key read for update was changed by another transaction"};
     return st;
   }
 
  private:
-  // Ends a failed commit: an explicit transaction is rolled back so that
-  // the connection goes back to the pool clean.
-  Status end_failed(Conn& conn, Status failure) {
-    if (!appends_.empty() && PQtransactionStatus(conn.get()) != PQTRANS_IDLE) {
-      Status ignored;
-      exec(conn, "ROLLBACK", {}, &ignored, false);
-    }
-    return failure;
-  }
-
   Pool& pool_;
   Overlay writes_;
   std::map<std::string, std::optional<std::string>, std::less<>> checks_;
