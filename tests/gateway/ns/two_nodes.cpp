@@ -28,14 +28,19 @@ struct TwoNodes {
   }
 };
 
+// Opens two nodes as `a` and `b` (with `cx`, the administrator), or ends the
+// test case (reported) where the object store or PostgreSQL is missing.
+#define TWO_NODES(a, b, cx)                        \
+  if (!PostgresObjects::available()) return;       \
+  TwoNodes nodes_;                                 \
+  Fixture& a = *nodes_.a;                          \
+  Fixture& b = *nodes_.b;                          \
+  [[maybe_unused]] const OpContext& cx = a.admin()
+
 Errc lookup_err(Fixture& f, Ino dir, std::string_view name) { return f.err(f.ns().lookup(f.admin(), dir, name)); }
 
 TEST_CASE("what one node commits, the other serves at once, through its caches") {
-  if (!PostgresObjects::available()) return;
-  TwoNodes n;
-  Fixture& a = *n.a;
-  Fixture& b = *n.b;
-  const OpContext& cx = a.admin();
+  TWO_NODES(a, b, cx);
   // B caches the root and learns "d" is absent.
   b.ok(b.ns().getattr(cx, kRootIno));
   CHECK(lookup_err(b, kRootIno, "d") == Errc::not_found);
@@ -77,11 +82,7 @@ TEST_CASE("what one node commits, the other serves at once, through its caches")
 }
 
 TEST_CASE("two nodes writing one file over the same version: one seal wins, the other is a conflict") {
-  if (!PostgresObjects::available()) return;
-  TwoNodes n;
-  Fixture& a = *n.a;
-  Fixture& b = *n.b;
-  const OpContext& cx = a.admin();
+  TWO_NODES(a, b, cx);
   const Attr base = a.put(kRootIno, "shared", "base");
   const Handle ha = a.ok(a.ns().open(cx, base.ino, OpenFlags{.read = true, .write = true}));
   const Handle hb = b.ok(b.ns().open(cx, base.ino, OpenFlags{.read = true, .write = true}));
@@ -112,11 +113,7 @@ TEST_CASE("two nodes writing one file over the same version: one seal wins, the 
 }
 
 TEST_CASE("another node's unsealed writes: the last sealed version is served until they are sealed") {
-  if (!PostgresObjects::available()) return;
-  TwoNodes n;
-  Fixture& a = *n.a;
-  Fixture& b = *n.b;
-  const OpContext& cx = a.admin();
+  TWO_NODES(a, b, cx);
   const Attr f = a.put(kRootIno, "log", "sealed content");
   const Handle h = a.ok(a.ns().open(cx, f.ino, OpenFlags{.read = true, .write = true}));
   a.ok(a.ns().write(cx, h, 0, bytes("unsealed content, durable at A")));
@@ -128,10 +125,7 @@ TEST_CASE("another node's unsealed writes: the last sealed version is served unt
 }
 
 TEST_CASE("inode numbers from two nodes never collide, and both list every file") {
-  if (!PostgresObjects::available()) return;
-  TwoNodes n;
-  Fixture& a = *n.a;
-  Fixture& b = *n.b;
+  TWO_NODES(a, b, cx);
   const Attr dir = a.mkdir(kRootIno, "many");
   std::set<Ino> inos;
   for (int i = 0; i < 50; ++i) {
@@ -144,11 +138,7 @@ TEST_CASE("inode numbers from two nodes never collide, and both list every file"
 }
 
 TEST_CASE("users, keys and exports made at one node reach the other within a second or two") {
-  if (!PostgresObjects::available()) return;
-  TwoNodes n;
-  Fixture& a = *n.a;
-  Fixture& b = *n.b;
-  const OpContext& cx = a.admin();
+  TWO_NODES(a, b, cx);
   // True once `seen` holds at B; B looks again at most once a second.
   auto within = [&](const std::function<bool()>& seen) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
