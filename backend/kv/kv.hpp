@@ -126,5 +126,8 @@ std::string prefix_end(std::string_view prefix);
 // number.
 std::string log_key(std::string_view log, std::uint64_t seq);
 std::uint64_t log_seq(std::string_view key);
+// The greatest sequence number committed to the log under `log`, durable or
+// not (0 while it is empty).
+Status log_head(Store& store, std::string_view log, std::uint64_t* seq);
 
 }  // namespace weft::kv

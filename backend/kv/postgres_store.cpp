@@ -229,6 +229,22 @@ struct Param {
   std::string bytes;
 };
 
+// Parameters as libpq takes them, all binary; they point into `params`.
+struct Bound {
+  explicit Bound(const std::vector<Param>& params) {
+    for (const auto& p : params) {
+      types.push_back(p.type);
+      values.push_back(p.bytes.data());
+      lengths.push_back(static_cast<int>(p.bytes.size()));
+      formats.push_back(1);
+    }
+  }
+  int count() const { return static_cast<int>(types.size()); }
+  std::vector<Oid> types;
+  std::vector<const char*> values;
+  std::vector<int> lengths, formats;
+};
+
 // A statement that only reads (`idempotent`) is sent again, once, over a
 // reopened connection when the first attempt found the connection broken;
 // a commit is not, since it may have been applied before the break. A read
@@ -238,18 +254,10 @@ struct Param {
 PgResult exec(Conn& conn, const char* sql, const std::vector<Param>& params, Status* status,
               bool idempotent = true) {
   PGconn* c = conn.get();
-  std::vector<Oid> types;
-  std::vector<const char*> values;
-  std::vector<int> lengths, formats;
-  for (const auto& p : params) {
-    types.push_back(p.type);
-    values.push_back(p.bytes.data());
-    lengths.push_back(static_cast<int>(p.bytes.size()));
-    formats.push_back(1);
-  }
+  const Bound bound(params);
   auto send = [&] {
-    return PgResult(PQexecParams(c, sql, static_cast<int>(params.size()), types.data(), values.data(),
-                                 lengths.data(), formats.data(), 1),
+    return PgResult(PQexecParams(c, sql, bound.count(), bound.types.data(), bound.values.data(),
+                                 bound.lengths.data(), bound.formats.data(), 1),
                     PQclear);
   };
   PgResult r = send();
@@ -287,17 +295,9 @@ PgResult exec_pipelined(Conn& conn, const std::vector<std::pair<const char*, con
   bool sent = true;
   const std::vector<Param> none;
   for (const auto& [sql, params] : statements) {
-    std::vector<Oid> types;
-    std::vector<const char*> values;
-    std::vector<int> lengths, formats;
-    for (const auto& p : params ? *params : none) {
-      types.push_back(p.type);
-      values.push_back(p.bytes.data());
-      lengths.push_back(static_cast<int>(p.bytes.size()));
-      formats.push_back(1);
-    }
-    sent = sent && PQsendQueryParams(c, sql, static_cast<int>(types.size()), types.data(), values.data(),
-                                     lengths.data(), formats.data(), 1) == 1;
+    const Bound bound(params ? *params : none);
+    sent = sent && PQsendQueryParams(c, sql, bound.count(), bound.types.data(), bound.values.data(),
+                                     bound.lengths.data(), bound.formats.data(), 1) == 1;
   }
   sent = sent && PQpipelineSync(c) == 1;
   PgResult kept(nullptr, PQclear);
@@ -572,17 +572,14 @@ class PgStore final : public Store {
   }
 
   Status log_horizon(std::string_view log, std::uint64_t* seq) override {
-    std::string key, value;
-    Status st = last(log, prefix_end(log), &key, &value);
-    if (!st.ok() && !st.not_found()) return st;
-    *seq = st.ok() ? log_seq(key) : 0;
+    if (Status st = log_head(*this, log, seq); !st.ok()) return st;
     {
       std::lock_guard lock(durable_mu_);
       if (durable_[std::string(log)] >= *seq) return Status::Ok();
     }
     // The greatest record is committed, perhaps not yet durable (commits
     // are asynchronous); every commit before it is made durable with it.
-    if (st = flush(); !st.ok()) return st;
+    if (Status st = flush(); !st.ok()) return st;
     std::lock_guard lock(durable_mu_);
     auto& d = durable_[std::string(log)];
     d = std::max(d, *seq);

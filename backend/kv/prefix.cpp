@@ -32,4 +32,12 @@ std::uint64_t log_seq(std::string_view key) {
   return seq;
 }
 
+Status log_head(Store& store, std::string_view log, std::uint64_t* seq) {
+  std::string key, value;
+  Status s = store.last(log, prefix_end(log), &key, &value);
+  if (!s.ok() && !s.not_found()) return s;
+  *seq = s.ok() ? log_seq(key) : 0;
+  return Status::Ok();
+}
+
 }  // namespace weft::kv

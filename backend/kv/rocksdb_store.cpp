@@ -66,18 +66,9 @@ struct Logs {
   std::map<std::string, std::uint64_t, std::less<>> durable;
 
   // The greatest committed sequence number of `log`; call with mu held.
-  Status committed_of(rocksdb::DB* db, std::string_view log, std::uint64_t* seq) {
+  Status committed_of(Store& store, std::string_view log, std::uint64_t* seq) {
     if (auto it = committed.find(log); it != committed.end()) return *seq = it->second, Status::Ok();
-    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-    std::string end = prefix_end(log);
-    if (end.empty()) {
-      it->SeekToLast();
-    } else {
-      it->SeekForPrev(slice(end));
-      if (it->Valid() && view(it->key()) == end) it->Prev();
-    }
-    if (!it->status().ok()) return to_status(it->status());
-    *seq = it->Valid() && view(it->key()).substr(0, log.size()) == log ? log_seq(view(it->key())) : 0;
+    if (auto s = log_head(store, log, seq); !s.ok()) return s;
     // What the store held when this process opened it is durable.
     committed.emplace(std::string(log), *seq);
     durable.emplace(std::string(log), *seq);
@@ -87,7 +78,7 @@ struct Logs {
 
 class RocksTxn final : public Txn {
  public:
-  RocksTxn(rocksdb::DB* db, Logs& logs, rocksdb::Transaction* txn) : db_(db), logs_(logs), txn_(txn) {}
+  RocksTxn(Store& store, Logs& logs, rocksdb::Transaction* txn) : store_(store), logs_(logs), txn_(txn) {}
 
   Status get(std::string_view key, std::string* value, bool for_update) override {
     rocksdb::ReadOptions ro;
@@ -133,7 +124,7 @@ class RocksTxn final : public Txn {
       auto it = last.find(log);
       if (it == last.end()) {
         std::uint64_t seq = 0;
-        if (auto s = logs_.committed_of(db_, log, &seq); !s.ok()) return s;
+        if (auto s = logs_.committed_of(store_, log, &seq); !s.ok()) return s;
         it = last.emplace(log, seq).first;
       }
       remember(txn_->Put(slice(log_key(log, ++it->second)), slice(value)));
@@ -152,7 +143,7 @@ class RocksTxn final : public Txn {
     if (!s.ok() && deferred_.ok()) deferred_ = to_status(s);
   }
 
-  rocksdb::DB* db_;
+  Store& store_;
   Logs& logs_;
   std::unique_ptr<rocksdb::Transaction> txn_;
   std::vector<std::pair<std::string, std::string>> appends_;
@@ -164,7 +155,7 @@ class RocksStore final : public Store {
   explicit RocksStore(rocksdb::OptimisticTransactionDB* db) : db_(db) {}
 
   std::unique_ptr<Txn> begin() override {
-    return std::make_unique<RocksTxn>(db_.get(), logs_, db_->BeginTransaction(rocksdb::WriteOptions()));
+    return std::make_unique<RocksTxn>(*this, logs_, db_->BeginTransaction(rocksdb::WriteOptions()));
   }
 
   Status get(std::string_view key, std::string* value) override {
@@ -221,7 +212,7 @@ class RocksStore final : public Store {
   Status log_horizon(std::string_view log, std::uint64_t* seq) override {
     {
       std::lock_guard lock(logs_.mu);
-      if (auto s = logs_.committed_of(db_.get(), log, seq); !s.ok()) return s;
+      if (auto s = logs_.committed_of(*this, log, seq); !s.ok()) return s;
       if (logs_.durable[std::string(log)] >= *seq) return Status::Ok();
     }
     if (auto s = flush(); !s.ok()) return s;

@@ -1211,11 +1211,7 @@ Status Namespace::Impl::start() {
     // Changes from here on are followed; what was before is not cached yet.
     shared = true;
     node_id = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1;
-    std::string k, v;
-    const std::string log(rec::kChangeLog);
-    ks = kv->last(log, kv::prefix_end(log), &k, &v);
-    if (ks.ok()) log_followed = rec::key_tail64(k);
-    else if (!ks.not_found()) return from_kv(ks);
+    if (ks = kv::log_head(*kv, rec::kChangeLog, &log_followed); !ks.ok()) return from_kv(ks);
   }
   ino_alloc.init(kRootIno + 1);
   fid_alloc.init(1);

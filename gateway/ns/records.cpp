@@ -1,5 +1,7 @@
 #include "gateway/ns/records.hpp"
 
+#include "backend/kv/kv.hpp"
+
 #include <cstring>
 
 namespace weft::ns::rec {
@@ -122,7 +124,7 @@ std::string key_xattr(Ino ino, std::string_view name) {
   return k;
 }
 std::string key_unsealed(Ino ino) { return tagged(kUnsealedTag, ino); }
-std::string key_change(std::uint64_t seq) { return tagged(kChangeTag, seq); }
+std::string key_change(std::uint64_t seq) { return kv::log_key(kChangeLog, seq); }
 std::string key_user(std::string_view name) { return std::string(1, kUserTag).append(name); }
 std::string key_s3_key(std::string_view access_key) { return std::string(1, 'K').append(access_key); }
 std::string key_uid(std::uint32_t uid) { return tagged('G', uid); }

@@ -57,8 +57,7 @@ inline constexpr char kSpokePinTag = 'Q';
 inline constexpr char kSpokeParkedTag = 'O';
 inline constexpr char kUserTag = 'U';
 inline constexpr char kExportTag = 'P';
-inline constexpr char kChangeTag = 'L';
-// The change log: kv::log_key(kChangeLog, seq) == key_change(seq).
+// The change log, numbered by the store (kv::Txn::append): key_change(seq).
 inline constexpr std::string_view kChangeLog = "L";
 inline constexpr char kUnsealedTag = 'W';
 inline constexpr char kInodeTag = 'I';
