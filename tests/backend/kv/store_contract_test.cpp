@@ -50,6 +50,18 @@ struct PostgresEngine {
     return server != nullptr;
   }
   std::unique_ptr<kv::Store> open() { return open_at(address); }
+  // Runs `statement` on the store's database behind the engine's back; the
+  // first value it answers with, if any.
+  std::string sql(const char* statement) {
+    PGconn* c = PQconnectdb(address.c_str());
+    PGresult* r = PQexec(c, statement);
+    CHECK_MESSAGE((PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK),
+                  PQresultErrorMessage(r));
+    std::string value = PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
+    PQclear(r);
+    PQfinish(c);
+    return value;
+  }
 };
 
 }  // namespace
@@ -504,11 +516,7 @@ TEST_CASE("postgres: a schema of another version is refused, not used") {
   PostgresEngine engine;
   if (!engine.available()) return;
   { engine.open(); }
-  PGconn* c = PQconnectdb(engine.address.c_str());
-  PGresult* r = PQexec(c, "UPDATE weft_schema SET version = 99");
-  CHECK(PQresultStatus(r) == PGRES_COMMAND_OK);
-  PQclear(r);
-  PQfinish(c);
+  engine.sql("UPDATE weft_schema SET version = 99");
   kv::Status st;
   CHECK(kv::open_address(engine.address, {}, 1, &st) == nullptr);
   CHECK(st.code == Code::invalid);
@@ -555,17 +563,10 @@ TEST_CASE("postgres: a database at schema version 1 is migrated to the current v
   if (!engine.available()) return;
   { engine.open(); }
   // What version 1 had: no log lock table.
-  PGconn* c = PQconnectdb(engine.address.c_str());
-  PGresult* r = PQexec(c, "DROP TABLE weft_log_lock; UPDATE weft_schema SET version = 1");
-  CHECK(PQresultStatus(r) == PGRES_COMMAND_OK);
-  PQclear(r);
+  engine.sql("DROP TABLE weft_log_lock; UPDATE weft_schema SET version = 1");
   auto store = engine.open();
   auto txn = store->begin();
   txn->append("L/", "after migration");
   REQUIRE(txn->commit().ok());
-  r = PQexec(c, "SELECT version FROM weft_schema");
-  REQUIRE(PQntuples(r) == 1);
-  CHECK(std::string(PQgetvalue(r, 0, 0)) == "2");
-  PQclear(r);
-  PQfinish(c);
+  CHECK(engine.sql("SELECT version FROM weft_schema") == "2");
 }
