@@ -563,7 +563,8 @@ void apply_spoke_cache(Config& c, const json& object) {
 void apply_object_store(Config& c, const json& object) {
   auto& o = c.ns.object_store.emplace();
   bool credentials = false;
-  members("object_store", object, {"endpoint", "bucket", "prefix", "region", "credentials", "ca_file", "timeout_s"},
+  members("object_store", object,
+          {"endpoint", "bucket", "prefix", "region", "credentials", "ca_file", "timeout_s", "cache_bytes"},
           [&](std::string_view name, const std::string& key, const json& v) {
             if (name == "endpoint") {
               o.endpoint = http_url(key, string_of(key, v), "endpoint");
@@ -578,6 +579,8 @@ void apply_object_store(Config& c, const json& object) {
               o.ca_file = readable_file(key, v);
             } else if (name == "timeout_s") {
               o.timeout = std::chrono::seconds(integer_of(key, v, 1, 600));
+            } else if (name == "cache_bytes") {
+              o.cache_bytes = integer_of(key, v, 1, std::uint64_t{1} << 56);
             } else {
               std::tie(o.access_key, o.secret_key) =
                   credentials_of(key, string_of(key, v), "S3", "access_key_id", "secret_access_key");

@@ -42,45 +42,45 @@ bool parse_u64(std::string_view s, std::uint64_t* v) {
 
 int close_checked(int fd) { return ::close(fd) == 0 ? 0 : -errno; }
 
-// Copies all of src into dst (both positioned at 0): a reflink where the file
-// system shares extents, else an in-kernel copy, else plain read/write.
+// Copies all of src into dst, at explicit offsets so that neither
+// descriptor's position matters (src may be shared with readers): a reflink
+// where the file system shares extents, else an in-kernel copy, else plain
+// pread/pwrite.
 int copy_contents(int src, int dst) {
   if (::ioctl(dst, FICLONE, src) == 0) return 0;
   struct stat st {};
   if (::fstat(src, &st) != 0) return -errno;
   const auto size = static_cast<std::uint64_t>(st.st_size);
-  std::uint64_t copied = 0;
-  while (copied < size) {
-    const ssize_t n = ::copy_file_range(src, nullptr, dst, nullptr, size - copied, 0);
-    if (n > 0) {
-      copied += static_cast<std::uint64_t>(n);
-      continue;
-    }
+  loff_t in = 0, out = 0;
+  while (static_cast<std::uint64_t>(in) < size) {
+    const ssize_t n = ::copy_file_range(src, &in, dst, &out, size - static_cast<std::uint64_t>(in), 0);
+    if (n > 0) continue;
     if (n == 0) return 0;  // the source ended early; what there was is copied
     if (errno == EINTR) continue;
     const bool unsupported =
         errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL;
-    if (!unsupported || copied != 0) return -errno;
+    if (!unsupported || in != 0) return -errno;
     break;
   }
-  if (copied == size) return 0;
+  if (static_cast<std::uint64_t>(in) == size) return 0;
 
   std::vector<char> buf(1u << 20);
-  for (;;) {
-    const ssize_t n = ::read(src, buf.data(), buf.size());
+  for (off_t at = 0;;) {
+    const ssize_t n = ::pread(src, buf.data(), buf.size(), at);
     if (n < 0) {
       if (errno == EINTR) continue;
       return -errno;
     }
     if (n == 0) return 0;
     for (ssize_t done = 0; done < n;) {
-      const ssize_t w = ::write(dst, buf.data() + done, static_cast<std::size_t>(n - done));
+      const ssize_t w = ::pwrite(dst, buf.data() + done, static_cast<std::size_t>(n - done), at + done);
       if (w < 0) {
         if (errno == EINTR) continue;
         return -errno;
       }
       done += w;
     }
+    at += n;
   }
 }
 
@@ -161,16 +161,10 @@ int FileStore::open_file(std::uint64_t fid, int flags, unsigned mode) {
   return fd < 0 ? -errno : fd;
 }
 
-int FileStore::clone(std::uint64_t from, std::uint64_t to) {
-  const int src = open_file(from, O_RDONLY);
-  if (src < 0) return src;
+int FileStore::clone(int from, std::uint64_t to) {
   const int dst = open_file(to, O_WRONLY | O_CREAT | O_EXCL);
-  if (dst < 0) {
-    ::close(src);
-    return dst;
-  }
-  int r = copy_contents(src, dst);
-  ::close(src);
+  if (dst < 0) return dst;
+  int r = copy_contents(from, dst);
   if (int c = close_checked(dst); r == 0) r = c;
   // A partial copy must not be mistaken later for the real thing.
   if (r < 0) ::unlink(path(to).c_str());

@@ -28,8 +28,10 @@ class FileStore {
 
   // open(2) flags: O_RDONLY, O_RDWR | O_CREAT | O_EXCL, ... (O_CLOEXEC added).
   int open_file(std::uint64_t fid, int flags, unsigned mode = 0600);
-  // Creates `to` as a copy of `from` (reflink where the file system can).
-  int clone(std::uint64_t from, std::uint64_t to);
+  // Creates `to` as a copy of the file open as `from` (reflink where the
+  // file system can). A descriptor, not a fid: a sealed data file may lose
+  // its name meanwhile (a local copy of a pack, evicted), not its content.
+  int clone(int from, std::uint64_t to);
   // Creates fid's file from what `fill` writes into an unnamed temporary
   // file (given its descriptor; it returns 0 or -errno). The name appears
   // only once the content is complete and durable, so a crash part-way

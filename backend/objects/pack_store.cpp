@@ -289,6 +289,15 @@ Status PackStore::remove(std::uint64_t fid) {
   return {};
 }
 
+Result<bool> PackStore::holds(std::uint64_t fid) {
+  const std::string key = impl_->key_of(fid);
+  auto r = impl_->run(impl_->send(S3Call{"HEAD", key, {}, {}, {}}));
+  if (!r) return r.error();
+  if (r->status == 404) return false;
+  if (r->status != 200) return connectors::s3_error(*r, "HeadObject " + key);
+  return true;
+}
+
 Status PackStore::for_each(const std::function<void(std::uint64_t fid)>& fn) {
   const std::string prefix = impl_->packs_prefix();
   std::string token;

@@ -18,6 +18,7 @@
 //    part_bytes, side by side) and returns its size; Errc::not_found when
 //    there is no such pack.
 //  - remove() of a pack that is not there succeeds.
+//  - holds() is false only when the bucket says there is no such pack.
 //  - Calls block (they are for the namespace's blocking threads) and may
 //    be made from many threads at once; the requests run on the store's
 //    own I/O thread. Transport failures are Errc::unavailable or
@@ -56,6 +57,8 @@ class PackStore {
   connectors::Status put(std::uint64_t fid, int fd, std::uint64_t size);
   connectors::Result<std::uint64_t> get(std::uint64_t fid, int fd);
   connectors::Status remove(std::uint64_t fid);
+  // Whether the bucket holds fid's pack (a HEAD).
+  connectors::Result<bool> holds(std::uint64_t fid);
   // Every pack's fid, in key order.
   connectors::Status for_each(const std::function<void(std::uint64_t fid)>& fn);
 

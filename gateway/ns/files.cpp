@@ -360,7 +360,7 @@ Status Namespace::Impl::ensure_working(FileState& fs, bool keep_content) {
   if (!fid) return fid.error();
   int fd;
   if (clone) {
-    if (int e = store->clone(fs.fid, *fid); e < 0) return from_errno(-e);
+    if (int e = store->clone(fs.fd, *fid); e < 0) return from_errno(-e);
     fd = store->open_file(*fid, O_RDWR);
   } else {
     fd = store->open_file(*fid, O_RDWR | O_CREAT | O_EXCL);
@@ -557,51 +557,6 @@ Result<Namespace::Impl::Sealed> Namespace::Impl::seal_content(FileState& fs) {
   return out;
 }
 
-Status Namespace::Impl::publish(const FileState& fs) {
-  if (!packs) return {};
-  if (auto s = packs->put(fs.fid, fs.fd, fs.size); !s) {
-    spdlog::error("ns: the pack of data file {} (inode {}) was not stored: {}", fs.fid, fs.ino, s.error().message);
-    return Errc::unavailable;
-  }
-  return {};
-}
-
-int Namespace::Impl::open_sealed(std::uint64_t fid, Ino ino, std::uint64_t version) {
-  int fd = store->open_file(fid, O_RDONLY);
-  if (fd != -ENOENT || !packs) return fd;
-  int e = store->fill(fid, [&](int out) {
-    auto got = packs->get(fid, out);
-    if (got) return check_fetched(out, ino, version);
-    spdlog::error("ns: the pack of data file {} was not fetched: {}", fid, got.error().message);
-    return got.error().code == connectors::Errc::not_found ? -ENOENT : -EHOSTUNREACH;
-  });
-  if (e < 0) return e;
-  return store->open_file(fid, O_RDONLY);
-}
-
-int Namespace::Impl::check_fetched(int fd, Ino ino, std::uint64_t version) {
-  std::string value;
-  kv::Status s = kv->get(rec::key_version(ino, version), &value);
-  if (!s.ok()) return s.not_found() ? -ENOENT : -EIO;
-  auto vr = rec::decode_version(value);
-  auto m = vr ? data::decode_manifest(vr->manifest) : std::nullopt;
-  if (!m) return -EIO;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return -errno;
-  bool good = static_cast<std::uint64_t>(st.st_size) == m->size;
-  std::string chunk;
-  for (std::size_t i = 0; good && i < m->chunks.size(); ++i) {
-    const auto& c = m->chunks[i];
-    chunk.resize(c.length);
-    auto bytes = std::as_writable_bytes(std::span(chunk.data(), chunk.size()));
-    if (auto r = read_fully(fd, c.offset, bytes); !r) return -EIO;
-    good = data::sha256(bytes) == c.digest;
-  }
-  if (good) return 0;
-  spdlog::error("ns: the pack of version {} of inode {} does not match its manifest; not kept", version, ino);
-  return -EIO;
-}
-
 void Namespace::Impl::record_version(Batch& b, rec::InodeRec& r, FileState& fs, const Sealed& content) {
   Ino ino = r.attr.ino;
   std::uint64_t v = r.attr.version + 1;
@@ -616,6 +571,8 @@ void Namespace::Impl::record_version(Batch& b, rec::InodeRec& r, FileState& fs, 
     b.txn->put(rec::key_chunk(to_sha(c.digest), ino, v), be_offset_length(c.offset, c.length));
   r.attr.version = v;
   r.fid = fid;
+  if (fid && local_packs)  // publish() stored its pack: the local file is a copy
+    b.after_commit.push_back([this, fid, size = r.attr.size] { hold_local_pack(fid, size, true); });
   if (r.attr.dirty) b.txn->erase(rec::key_unsealed(ino));
   r.attr.dirty = false;
   b.change({.op = "seal", .ino = ino, .version = v});

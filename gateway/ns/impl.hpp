@@ -15,6 +15,7 @@
 #include "backend/data/file_store.hpp"
 #include "backend/data/manifest.hpp"
 #include "backend/kv/kv.hpp"
+#include "backend/objects/local_packs.hpp"
 #include "backend/objects/pack_store.hpp"
 #include "cache/lru_map.hpp"
 #include "gateway/metrics/metrics.hpp"
@@ -233,6 +234,8 @@ struct Namespace::Impl {
   std::unique_ptr<kv::Store> kv;
   std::unique_ptr<data::FileStore> store;
   std::unique_ptr<objects::PackStore> packs;  // with an object store only
+  std::unique_ptr<objects::LocalPacks> local_packs;  // likewise: the local copies of packs
+  std::atomic<bool> evicting{false};  // an eviction of local copies is under way
   boost::asio::thread_pool pool;
   bool created = false;
   std::atomic<bool> closed{false};
@@ -302,6 +305,9 @@ struct Namespace::Impl {
   metrics::Counter* bytes_read = nullptr;
   metrics::Counter* bytes_written = nullptr;
   metrics::Counter* seals = nullptr;
+  metrics::Counter* pack_fetches = nullptr;  // with an object store
+  metrics::Counter* pack_fetched_bytes = nullptr;
+  metrics::Counter* pack_evictions = nullptr;
   metrics::Counter* log_reads = nullptr;        // catch_up()'s looks at the change log
   metrics::Counter* followed_changes = nullptr;  // other nodes' changes applied to the caches
 
@@ -441,6 +447,22 @@ struct Namespace::Impl {
     std::optional<std::string> inline_data;
   };
   Result<Sealed> seal_content(FileState& fs);
+  // The object-store data engine (packs.cpp). Opens it and sizes the
+  // local copies' budget (object_store.cache_bytes, else half the data
+  // directory's file system).
+  Status open_object_store();
+  // At start: the local copies of packs a previous run left, into
+  // local_packs in their order of last access.
+  Status index_local_packs();
+  // fid's local file is a copy of its pack; evicts (on the pool) when the
+  // copies exceed their budget.
+  void hold_local_pack(std::uint64_t fid, std::uint64_t bytes, bool in_bucket);
+  // Removes the least recently used copies past the budget; false when the
+  // bucket cannot say whether it holds a copy found at start (try later).
+  bool evict_local_packs();
+  // A sealed version's data file is no longer needed: its local file, its
+  // copy's accounting and its pack go.
+  void drop_pack(std::uint64_t fid);
   // With an object store: stores a sealed data file's pack before the
   // version is recorded, so an acknowledged version is in the shared store.
   Status publish(const FileState& fs);

@@ -156,12 +156,7 @@ Status Namespace::Impl::commit(Batch& b) {
     for (auto& fn : b.after_commit) fn();
   }
   for (auto fid : b.unlink_after) store->remove(fid);
-  for (auto fid : b.unpack_after) {
-    store->remove(fid);
-    if (!packs) continue;
-    if (auto s = packs->remove(fid); !s)  // an orphan in the bucket: space, not data, is lost
-      spdlog::warn("ns: the pack of data file {} was not removed: {}", fid, s.error().message);
-  }
+  for (auto fid : b.unpack_after) drop_pack(fid);
   return {};
 }
 
@@ -1130,6 +1125,17 @@ void Namespace::Impl::register_metrics() {
                            "Reads of the shared change log before serving cached metadata (several nodes)");
   followed_changes = &reg.counter("weft_namespace_followed_changes_total",
                                   "Changes by other nodes that dropped cached metadata here");
+  if (local_packs) {
+    pack_fetches = &reg.counter("weft_object_store_fetches_total", "Packs fetched from the object store");
+    pack_fetched_bytes = &reg.counter("weft_object_store_fetched_bytes_total", "Bytes of packs fetched from the object store");
+    pack_evictions = &reg.counter("weft_object_store_evictions_total", "Local copies of packs removed to keep within the budget");
+    reg.gauge_fn("weft_object_store_local_bytes", "Bytes of local copies of packs", {},
+                 [this] { return double(local_packs->figures().bytes); });
+    reg.gauge_fn("weft_object_store_local_files", "Local copies of packs", {},
+                 [this] { return double(local_packs->figures().files); });
+    reg.gauge_fn("weft_object_store_local_budget_bytes", "Budget of the local copies of packs", {},
+                 [this] { return double(local_packs->figures().budget); });
+  }
   reg.gauge_fn("weft_namespace_inodes", "Inodes in the namespace", {}, [this] { return double(inode_count.load()); });
   reg.gauge_fn("weft_namespace_cached_inodes", "Inodes in the namespace cache", {}, [this] { return double(inodes.size()); });
   reg.gauge_fn("weft_namespace_open_handles", "Open file handles", {}, [this] {
@@ -1167,16 +1173,7 @@ Status Namespace::Impl::start() {
     spdlog::error("ns: cannot open the data store: {}", std::strerror(-err));
     return Errc::io;
   }
-  if (const auto& o = opt.object_store) {
-    auto p = objects::PackStore::open({.endpoint = o->endpoint, .bucket = o->bucket, .prefix = o->prefix,
-                                       .access_key = o->access_key, .secret_key = o->secret_key,
-                                       .region = o->region, .ca_file = o->ca_file, .timeout = o->timeout});
-    if (!p) {
-      spdlog::error("ns: cannot use the object store: {}", p.error().message);
-      return Errc::unavailable;
-    }
-    packs = std::move(*p);
-  }
+  if (auto s = open_object_store(); !s) return s;
   std::string format;
   ks = kv->get(rec::key_meta("format"), &format);
   bool unclean = false;
@@ -1222,6 +1219,7 @@ Status Namespace::Impl::start() {
   if (auto s = seal_unsealed(); !s) return s;
   if (auto s = sync_owed(); !s) return s;
   if (unclean) sweep_orphans();
+  if (auto s = index_local_packs(); !s) return s;
   auto txn = kv->begin();
   txn->put(rec::key_meta("clean"), "0");
   if (auto s = txn->commit(kv::Durability::sync); !s.ok()) return from_kv(s);

@@ -64,6 +64,9 @@ struct Options {
     std::string access_key, secret_key, region = "us-east-1";
     std::string ca_file;
     std::chrono::milliseconds timeout{std::chrono::seconds(60)};  // per request
+    // Local copies of packs kept, in bytes, least recently used evicted
+    // first: 0 for half the data directory's file system.
+    std::uint64_t cache_bytes = 0;
   };
   std::optional<ObjectStore> object_store;
 };

@@ -397,7 +397,8 @@ TEST_CASE("the object-store data engine: endpoint, bucket, prefix and credential
   const std::string keys = dir / "keys.json";
   std::ofstream(keys) << R"({"access_key_id": "AKID", "secret_access_key": "SK"})";
   auto c = parse(R"({"object_store": {"endpoint": "http://10.0.0.9:9000/", "bucket": "weft-data", "prefix": "/site-a/",
-                                       "region": "eu-west-1", "credentials": ")" + keys + R"(", "timeout_s": 5}})");
+                                       "region": "eu-west-1", "credentials": ")" + keys + R"(", "timeout_s": 5,
+                                       "cache_bytes": 1073741824}})");
   REQUIRE(c.has_value());
   REQUIRE(c->ns.object_store.has_value());
   const auto& o = *c->ns.object_store;
@@ -408,8 +409,12 @@ TEST_CASE("the object-store data engine: endpoint, bucket, prefix and credential
   CHECK(o.access_key == "AKID");
   CHECK(o.secret_key == "SK");
   CHECK(o.timeout == std::chrono::seconds(5));
-  CHECK(parse(R"({"object_store": {"endpoint": "http://h:1", "bucket": "abc", "credentials": ")" + keys + R"("}})")
-            ->ns.object_store->timeout == std::chrono::seconds(60));
+  CHECK(o.cache_bytes == 1073741824);
+  auto defaults = parse(R"({"object_store": {"endpoint": "http://h:1", "bucket": "abc", "credentials": ")" + keys + R"("}})");
+  CHECK(defaults->ns.object_store->timeout == std::chrono::seconds(60));
+  CHECK(defaults->ns.object_store->cache_bytes == 0);  // half the data directory's file system
+  CHECK(error_of(R"({"object_store": {"endpoint": "http://h:1", "bucket": "abc", "credentials": ")" + keys +
+                 R"(", "cache_bytes": 0}})").starts_with("config: object_store.cache_bytes: must be between 1 and "));
 
   CHECK(error_of(R"({"object_store": {"bucket": "b-1"}})") ==
         R"(config: object_store: needs "endpoint", "bucket" and "credentials")");
@@ -422,7 +427,7 @@ TEST_CASE("the object-store data engine: endpoint, bucket, prefix and credential
   CHECK(error_of(R"({"object_store": {"endpoint": "http://h:1", "bucket": "abc", "credentials": ")" + keys +
                  R"(", "part": 1}})") ==
         "config: object_store.part: unknown key (expected one of endpoint, bucket, prefix, region, credentials, ca_file, "
-        "timeout_s)");
+        "timeout_s, cache_bytes)");
 }
 
 TEST_CASE("spoke mounts: from the file and from --spoke, each mistake named") {

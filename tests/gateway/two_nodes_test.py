@@ -16,6 +16,9 @@ directory, as two nodes behind a load balancer would be.
     started again, joins with the same view;
   - PostgreSQL down for 10 s: B goes on serving what it has read, refuses
     writes with 503 ServiceUnavailable, and takes them once it is back;
+  - a node with a small object_store.cache_bytes keeps its local copies
+    of packs within it, reading on by fetching again what it evicted, and
+    after a restart with a smaller one evicts down to it;
   - a node does not start, and says why, when PostgreSQL cannot be reached
     or holds a schema of another version.
 
@@ -135,14 +138,19 @@ def check_one_wins(a, b):
           "B's client was told (%s); both nodes serve A's bytes" % message, flush=True)
 
 
-def written_bytes(node):
-    """What the node's namespace has taken in so far (its Prometheus metrics)."""
+def metric(node, name):
+    """A value of the node's Prometheus metrics (a series without labels)."""
     import urllib.request
     with urllib.request.urlopen("http://%s/metrics" % node.endpoints["rest"], timeout=10) as r:
         for line in r.read().decode().splitlines():
-            if line.startswith("weft_namespace_written_bytes_total "):
+            if line.startswith(name + " "):
                 return float(line.split()[1])
-    raise AssertionError("no weft_namespace_written_bytes_total in the metrics")
+    raise AssertionError("no %s in the metrics" % name)
+
+
+def written_bytes(node):
+    """What the node's namespace has taken in so far."""
+    return metric(node, "weft_namespace_written_bytes_total")
 
 
 def check_kill_mid_write(a, b):
@@ -233,6 +241,69 @@ def check_metadata_outage(a, b, pg, acknowledged):
           "ServiceUnavailable, and took writes again once it was back" % (outage, reads, refused), flush=True)
 
 
+def local_bytes(node, budget):
+    """The bytes of the node's local data files, once its eviction (in the
+    background) has brought them within `budget`, or after 10 s."""
+    deadline = time.monotonic() + 10
+    while True:
+        n = sum(f.stat().st_size for f in (node.data / "data").rglob("*") if f.is_file())
+        if n <= budget or time.monotonic() > deadline:
+            return n
+
+
+def check_local_copies(a, weft, config):
+    """A node's local copies of packs stay within object_store.cache_bytes:
+    node C, with 8 MiB, reads 16 objects of 1 MiB that A wrote, over S3 and
+    NFS, twice over (what it evicted is fetched again, intact); restarted
+    with 3 MiB, it finds its copies, checks the bucket holds their packs and
+    evicts down to the new budget."""
+    budget, size, count = 8 << 20, 1 << 20, 16
+    s3a = a.s3()
+    names = ["cache/obj-%02d.bin" % i for i in range(count)]
+    for name in names:
+        s3a.put_object(Bucket=BUCKET, Key=name, Body=body(name, size))
+    conf = dict(config, object_store=dict(config["object_store"], cache_bytes=budget))
+    c = Gateway(weft, protocols=("rest", "s3", "nfs"), config=conf, prefix="weft-node-c-",
+                credentials=a.credentials)
+    try:
+        s3c = c.s3()
+        for rounds in range(2):
+            for i, name in enumerate(names):
+                got = s3_get(s3c, name) if i % 2 == 0 else nfs_get(c, BUCKET + "/" + name)
+                assert got == body(name, size), name
+        held = local_bytes(c, budget)
+        assert held <= budget, (held, c.log()[-3000:])
+        evicted, fetched = metric(c, "weft_object_store_evictions_total"), metric(c, "weft_object_store_fetches_total")
+        # Reading 16 MiB in order through 8 MiB misses nearly every time
+        # (eviction runs behind the reads, so a copy may still be there).
+        assert fetched >= count + count // 2, fetched
+        assert evicted >= fetched - budget // size, (evicted, fetched)
+        assert metric(c, "weft_object_store_local_bytes") <= budget
+        assert metric(c, "weft_object_store_local_budget_bytes") == budget
+
+        smaller = 3 << 20
+
+        def shrink():
+            conf["object_store"]["cache_bytes"] = smaller
+            (c.tmp / "weft.json").write_text(json.dumps(conf))
+        c.restart(between=shrink)
+        after = local_bytes(c, smaller)
+        assert after <= smaller, (after, c.log()[-3000:])
+        assert "local copies of packs, %d bytes" % held in c.log(), c.log()[-3000:]
+        s3c = c.s3()
+        for name in names:
+            assert s3_get(s3c, name) == body(name, size), name
+        print("ok: node C kept its copies of packs within %d MiB: %d objects of 1 MiB read twice over S3 and NFS, "
+              "%d fetches, %d evictions, %d bytes held; restarted with %d MiB it found them and kept %d bytes"
+              % (budget >> 20, count, fetched, evicted, held, smaller >> 20, after), flush=True)
+    except BaseException:
+        print(c.log()[-4000:], file=sys.stderr)
+        raise
+    finally:
+        code = c.stop()
+    assert code == 0, code
+
+
 def check_refusals(weft, pg, config, tmp):
     """A node refuses to start, saying why, when PostgreSQL cannot be reached
     or holds a schema of another version."""
@@ -296,6 +367,7 @@ def main():
         check_one_wins(a, b)
         acknowledged = check_kill_mid_write(a, b)
         check_metadata_outage(a, b, pg, acknowledged)
+        check_local_copies(a, args.weft, config)
         check_refusals(args.weft, pg, config, tmp)
     except BaseException:
         for node in nodes:

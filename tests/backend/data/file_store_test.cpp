@@ -97,7 +97,11 @@ TEST_CASE("clone copies a file into a new generation and never overwrites") {
   write_all(fd, content);
   ::close(fd);
 
-  REQUIRE(store->clone(1, 2) == 0);
+  // From a descriptor at any position: a source shared with readers.
+  const int from = store->open_file(1, O_RDONLY);
+  REQUIRE(from >= 0);
+  REQUIRE(::lseek(from, 12345, SEEK_SET) == 12345);
+  REQUIRE(store->clone(from, 2) == 0);
   const int copy = store->open_file(2, O_RDWR);
   REQUIRE(copy >= 0);
   CHECK((read_all(copy) == content));  // (no dump of 3 MiB on failure)
@@ -108,12 +112,19 @@ TEST_CASE("clone copies a file into a new generation and never overwrites") {
   CHECK(read_all(src).substr(0, 7) == "qqqqqqq");
   ::close(src);
 
-  CHECK(store->clone(1, 2) == -EEXIST);
-  CHECK(store->clone(9, 3) == -ENOENT);
+  CHECK(store->clone(from, 2) == -EEXIST);
+  // A source that lost its name still clones: the descriptor holds it.
+  REQUIRE(store->remove(1) == 0);
+  CHECK(store->clone(from, 6) == 0);
+  CHECK(fs::file_size(dir / "data/06/6") == content.size());
+  ::close(from);
+  CHECK(store->clone(-1, 3) == -EBADF);
   CHECK_FALSE(store->exists(3));
   // An empty file clones too.
   close_ok(store->open_file(4, O_RDWR | O_CREAT));
-  CHECK(store->clone(4, 5) == 0);
+  const int empty = store->open_file(4, O_RDONLY);
+  CHECK(store->clone(empty, 5) == 0);
+  ::close(empty);
   CHECK(fs::file_size(dir / "data/05/5") == 0);
 }
 

@@ -91,9 +91,15 @@ TEST_CASE("packs: put, get and remove, single and multipart, side by side") {
   std::set<std::uint64_t> listed;
   REQUIRE((*store)->for_each([&](std::uint64_t fid) { listed.insert(fid); }));
   CHECK(listed == std::set<std::uint64_t>{100, 101, 102, 103});
+  auto held = (*store)->holds(103);
+  REQUIRE_MESSAGE(held, why(held));
+  CHECK(*held);
 
   for (std::size_t i = 0; i < sizes.size(); ++i) REQUIRE((*store)->remove(100 + i));
   CHECK((*store)->remove(100));  // gone already: still a success
+  held = (*store)->holds(103);
+  REQUIRE_MESSAGE(held, why(held));
+  CHECK_FALSE(*held);
   listed.clear();
   REQUIRE((*store)->for_each([&](std::uint64_t fid) { listed.insert(fid); }));
   CHECK(listed.empty());

@@ -67,11 +67,13 @@ Result<std::unique_ptr<Namespace>> PostgresObjects::open(Options options) {
   if (metadata_.empty()) return Errc::unavailable;
   options.data_dir = (dir_.path() / "data").string();
   options.metadata = metadata_;
-  options.object_store = Options::ObjectStore{.endpoint = std::getenv("WEFT_OBJ_URL"),
-                                              .bucket = std::getenv("WEFT_OBJ_BUCKET"),
-                                              .prefix = prefix_,
-                                              .access_key = std::getenv("WEFT_OBJ_KEY"),
-                                              .secret_key = std::getenv("WEFT_OBJ_SECRET")};
+  // The caller's options (a budget for local copies) stay; where to is ours.
+  auto& o = options.object_store ? *options.object_store : options.object_store.emplace();
+  o.endpoint = std::getenv("WEFT_OBJ_URL");
+  o.bucket = std::getenv("WEFT_OBJ_BUCKET");
+  o.prefix = prefix_;
+  o.access_key = std::getenv("WEFT_OBJ_KEY");
+  o.secret_key = std::getenv("WEFT_OBJ_SECRET");
   return Namespace::open(options);
 }
 

@@ -72,6 +72,8 @@ class PostgresObjects final : public Storage {
   // Another node of the same namespace: this storage's metadata and bucket
   // prefix, its own local data directory (call after the first open()).
   std::unique_ptr<PostgresObjects> another_node() const;
+  // The local data files (DATA_DIR/data): the node's copies of packs.
+  std::filesystem::path data_files() const { return dir_.path() / "data" / "data"; }
 
  private:
   TempDir dir_;

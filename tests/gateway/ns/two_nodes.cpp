@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <set>
 #include <thread>
@@ -161,6 +163,80 @@ TEST_CASE("users, keys and exports made at one node reach the other within a sec
   }));
   a.ok(a.ns().remove_s3_key(cx, key.access_key));
   CHECK(within([&] { return !b.ns().s3_key(key.access_key).has_value(); }));
+}
+
+// The fill byte of each local data file under `dir` (each test file is
+// one repeated byte), once its eviction, which runs in the background, has
+// brought their bytes within `budget`.
+std::multiset<char> local_copies(const std::filesystem::path& dir, std::uint64_t budget) {
+  namespace fs = std::filesystem;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    std::multiset<char> fills;
+    std::uint64_t bytes = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      if (!e.is_regular_file()) continue;
+      bytes += e.file_size();
+      std::ifstream in(e.path(), std::ios::binary);
+      fills.insert(static_cast<char>(in.get()));
+    }
+    if (bytes <= budget || std::chrono::steady_clock::now() > deadline) {
+      CHECK(bytes <= budget);
+      return fills;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+TEST_CASE("a node keeps its local copies of packs within its budget, the least recently opened going first") {
+  if (!PostgresObjects::available()) return;
+  constexpr std::uint64_t kFile = 1 << 20, kBudget = 3 * kFile + kFile / 2;
+  auto first = std::make_unique<PostgresObjects>();
+  PostgresObjects* storage = first.get();
+  Fixture a(std::move(first));
+  auto second = storage->another_node();
+  const auto b_files = second->data_files();
+  Options small;
+  small.object_store.emplace().cache_bytes = kBudget;
+  Fixture b(std::move(second), small);
+  const OpContext& cx = a.admin();
+
+  // Files of 1 MiB each, of one repeated byte: 'a', 'b', ...
+  std::vector<Attr> files;
+  for (char c = 'a'; c <= 'f'; ++c) files.push_back(a.put(kRootIno, std::string(1, c), std::string(kFile, c)));
+  for (const auto& f : files) CHECK(b.get(f.ino).size() == kFile);
+  CHECK(local_copies(b_files, kBudget) == std::multiset<char>{'d', 'e', 'f'});
+
+  // Opening 'd' makes it the most recent: reading 'a' again (fetched anew,
+  // intact) pushes out 'e'.
+  CHECK(b.get(files[3].ino) == std::string(kFile, 'd'));
+  CHECK(b.get(files[0].ino) == std::string(kFile, 'a'));
+  CHECK(local_copies(b_files, kBudget) == std::multiset<char>{'a', 'd', 'f'});
+
+  // A handle open on a copy that is evicted reads on from it.
+  const Handle h = b.ok(b.ns().open(cx, files[5].ino, OpenFlags{.read = true}));
+  CHECK(b.read(h, 0, 10) == std::string(10, 'f'));
+  for (int i : {1, 2, 4}) CHECK(b.get(files[i].ino) == std::string(kFile, 'a' + i));
+  CHECK(local_copies(b_files, kBudget) == std::multiset<char>{'b', 'c', 'e'});
+  CHECK(b.read(h, kFile - 10, 10) == std::string(10, 'f'));
+  b.ok(b.ns().release(cx, h));
+
+  // What B writes is a copy too; a trimmed or deleted file's copy leaves the count.
+  b.put(kRootIno, "g", std::string(kFile, 'g'));
+  CHECK(local_copies(b_files, kBudget) == std::multiset<char>{'c', 'e', 'g'});
+  b.ok(b.ns().remove(cx, kRootIno, "g"));
+  b.ok(b.ns().remove(cx, kRootIno, "e"));
+  CHECK(local_copies(b_files, kBudget) == std::multiset<char>{'c'});
+  CHECK(b.get(files[0].ino) == std::string(kFile, 'a'));
+  CHECK(b.get(files[1].ino) == std::string(kFile, 'b'));
+  CHECK(local_copies(b_files, kBudget) == std::multiset<char>{'a', 'b', 'c'});
+
+  // A restart finds its copies again and goes on from them.
+  b.reopen();
+  CHECK(b.get(files[3].ino) == std::string(kFile, 'd'));
+  CHECK(local_copies(b_files, kBudget).size() == 3);
+  CHECK(b.get(files[5].ino) == std::string(kFile, 'f'));
+  CHECK(local_copies(b_files, kBudget).count('f') == 1);
 }
 
 TEST_SUITE_END();
