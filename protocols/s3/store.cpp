@@ -1,5 +1,13 @@
 #include "protocols/s3/store.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <array>
+#include <exception>
 #include <memory>
 
 namespace weft::s3 {
@@ -14,6 +22,18 @@ namespace {
 constexpr std::size_t kBlock = 1 << 20;
 
 bool is(const std::error_code& ec, Errc e) { return ec == ns::make_error_code(e); }
+
+// Fills `block` from `source`: short only where the body ends.
+asio::awaitable<Found<std::size_t>> fill_block(ByteSource& source, std::span<std::byte> block) {
+  std::size_t fill = 0;
+  while (fill < block.size()) {
+    auto n = co_await source.read(block.subspan(fill));
+    if (!n) co_return n.error();
+    if (*n == 0) break;
+    fill += *n;
+  }
+  co_return fill;
+}
 
 }  // namespace
 
@@ -55,23 +75,29 @@ asio::awaitable<Found<ns::Attr>> write_object(Service& s, Request& r, const NewO
     co_await ns.release(ctx, *h);  // discards the staged file
     co_return e;
   };
-  auto buf = std::make_unique_for_overwrite<std::byte[]>(kBlock);
+  // Two blocks: the next one is received (its MD5 taken on the way) while
+  // the namespace writes the last one (the page cache copy, chunking and
+  // hashing, on its blocking pool), so an upload keeps two cores busy.
+  std::array<std::unique_ptr<std::byte[]>, 2> blocks{std::make_unique_for_overwrite<std::byte[]>(kBlock),
+                                                     std::make_unique_for_overwrite<std::byte[]>(kBlock)};
+  auto ex = co_await asio::this_coro::executor;
+  auto got = co_await fill_block(source, std::span<std::byte>(blocks[0].get(), kBlock));
+  if (!got) co_return co_await fail(got.error());
   std::uint64_t offset = 0;
-  for (bool end = false; !end;) {
-    std::size_t fill = 0;
-    while (fill < kBlock) {
-      auto n = co_await source.read(std::span<std::byte>(buf.get() + fill, kBlock - fill));
-      if (!n) co_return co_await fail(n.error());
-      if (*n == 0) {
-        end = true;
-        break;
-      }
-      fill += *n;
-    }
-    if (fill == 0) break;
-    auto w = co_await ns.write(ctx, *h, offset, std::span<const std::byte>(buf.get(), fill));
-    if (!w) co_return co_await fail(from_ns(w.error(), Subject::key));
-    offset += fill;
+  for (std::size_t cur = 0; *got > 0; cur ^= 1) {
+    const std::span<const std::byte> block(blocks[cur].get(), *got);
+    auto write = asio::co_spawn(ex, ns.write(ctx, *h, offset, block), asio::deferred);
+    auto next = asio::co_spawn(ex, fill_block(source, std::span<std::byte>(blocks[cur ^ 1].get(), kBlock)),
+                               asio::deferred);
+    auto both = asio::experimental::make_parallel_group(std::move(write), std::move(next))
+                    .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+    auto [order, write_error, written, fill_error, filled] = co_await std::move(both);
+    if (write_error) std::rethrow_exception(write_error);
+    if (fill_error) std::rethrow_exception(fill_error);
+    if (!written) co_return co_await fail(from_ns(written.error(), Subject::key));
+    if (!filled) co_return co_await fail(filled.error());
+    offset += block.size();
+    got = std::move(filled);
   }
   // The metadata names the version it describes, and lands in the same
   // transaction: a reader never sees the object without its ETag.
