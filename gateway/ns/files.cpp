@@ -24,6 +24,9 @@ constexpr std::uint64_t kWritebackBytes = 8 << 20;
 // are scattered, not a few in flight: the seal chunks the file instead.
 constexpr std::size_t kMaxAheadRanges = 64;
 constexpr std::size_t kReadBackBlock = 1 << 20;
+// Writes this large are chunked on a thread of their own while they are
+// copied into the file (write()); below it the thread costs more than it saves.
+constexpr std::size_t kSideBySideBytes = 256 << 10;
 
 }  // namespace
 
@@ -490,11 +493,25 @@ Result<std::size_t> Namespace::Impl::write(const OpContext&, Handle h, std::uint
   if (auto s = ensure_working(fs, true); !s) return s.error();
   if (fs.fd < 0 && off + data.size() > opt.inline_max)
     if (auto s = spill(fs); !s) return s.error();
+  bool chunked = false;  // by the write itself
   if (fs.fd < 0) {
     if (fs.inline_data.size() < off + data.size()) fs.inline_data.resize(off + data.size(), '\0');
     std::memcpy(fs.inline_data.data() + off, data.data(), data.size());
   } else {
-    if (auto s = write_fully(fs.fd, off, data); !s) return s.error();
+    // A large write in stream order is chunked and hashed while the kernel
+    // copies it into the page cache: the two are most of an upload's work,
+    // and side by side they take two cores instead of one after the other.
+    const bool side_by_side = data.size() >= kSideBySideBytes && fs.stream && fs.stream->ahead.empty() &&
+                              off == fs.stream->chunker.consumed();
+    std::thread chunking;
+    if (side_by_side) chunking = std::thread([&chunker = fs.stream->chunker, data] { chunker.update(data); });
+    Status written = write_fully(fs.fd, off, data);
+    if (chunking.joinable()) chunking.join();
+    if (!written) {
+      if (side_by_side) fs.stream.reset();  // it took bytes the file does not hold
+      return written.error();
+    }
+    chunked = side_by_side;
     // Start the disk on what is written every few MiB (as RocksDB's
     // bytes_per_sync does) instead of leaving it all dirty for the fsync at
     // the seal: a large upload's close then waits for its tail, not for all
@@ -505,7 +522,7 @@ Result<std::size_t> Namespace::Impl::write(const OpContext&, Handle h, std::uint
       fs.unwritten_back = 0;
     }
   }
-  stream_write(fs, off, data);
+  if (!chunked) stream_write(fs, off, data);
   fs.size = std::max<std::uint64_t>(fs.size, off + data.size());
   fs.mtime_ns = fs.ctime_ns = now_ns();
   fs.change++;

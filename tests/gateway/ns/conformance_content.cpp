@@ -243,6 +243,13 @@ NS_TEST("chunk names do not depend on the order the content was written in") {
   for (std::size_t i = 0; i < swapped.size(); i += 2) evens_first.push_back(i);
   for (std::size_t i = 1; i < swapped.size(); i += 2) evens_first.push_back(i);
   CHECK(written(kPiece, evens_first) == reference);
+  // Large pieces are chunked while they are written (side by side), in
+  // order and after a piece that came ahead.
+  constexpr std::size_t kLarge = 300000;
+  CHECK(written(kLarge, in_order(kLarge)) == reference);
+  auto large_swapped = in_order(kLarge);
+  for (std::size_t i = 0; i + 1 < large_swapped.size(); i += 2) std::swap(large_swapped[i], large_swapped[i + 1]);
+  CHECK(written(kLarge, large_swapped) == reference);
   // The same with small pieces: too many ranges ahead, so the seal chunks the file.
   constexpr std::size_t kSmall = 10000;
   std::vector<std::size_t> scattered;
