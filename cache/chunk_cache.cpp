@@ -144,6 +144,7 @@ void ChunkCache::demote(std::vector<std::pair<Digest, Bytes>> victims) {
   }
   std::lock_guard lock(mu_);
   stats_.evictions += victims.size();
+  forgotten_.fetch_add(victims.size(), std::memory_order_relaxed);
 }
 
 Bytes ChunkCache::get(const Digest& d, const learn::Outlook& outlook) {
@@ -408,6 +409,7 @@ std::uint64_t ChunkCache::drop_ram_locked(const Digest& d) {
   if (it->second.policed) policy_->erase(it->first);
   ram_bytes_ -= bytes;
   ram_.erase(it);
+  forgotten_.fetch_add(1, std::memory_order_relaxed);
   return bytes;
 }
 
@@ -448,6 +450,10 @@ std::vector<Digest> ChunkCache::digests() const {
 }
 
 ChunkCache::Evicted ChunkCache::evict_all() { return evict(digests()); }
+
+std::uint64_t ChunkCache::forgotten() const {
+  return forgotten_.load(std::memory_order_relaxed) + (ssd_ ? ssd_->forgotten() : 0);
+}
 
 ChunkCache::HeldCount ChunkCache::count_held(const std::vector<Digest>& names) const {
   HeldCount out;

@@ -32,6 +32,7 @@
 #include "cache/digest.hpp"
 #include "cache/learn/policy.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -162,6 +163,10 @@ class ChunkCache {
   };
   Evicted evict(const std::vector<Digest>& digests);
   Evicted evict_all();
+  // How many chunks have left the cache (every tier) so far: while it does
+  // not change, a chunk holds() found is still held. For callers that
+  // remember what is resident (the prefetcher's planning).
+  std::uint64_t forgotten() const;
   // The content either tier holds, each digest once, in digest order.
   std::vector<Digest> digests() const;
   // Of `digests` (chunks or names), those a tier holds and their bytes.
@@ -211,6 +216,7 @@ class ChunkCache {
 
   const ChunkCacheOptions options_;
   std::unique_ptr<SegmentStore> ssd_;  // null: no SSD tier
+  std::atomic<std::uint64_t> forgotten_{0};  // chunks the RAM tier let go with no tier below
   mutable std::mutex mu_;
   // The RAM tier, guarded by mu_: the chunks by the policy's key (the
   // digest's first 8 bytes; a chunk whose key another holds stays out of

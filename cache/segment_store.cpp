@@ -157,6 +157,7 @@ Bytes SegmentStore::read(const Digest& d) {
   if (auto it = index_.find(d); it != index_.end() && it->second.segment == w.segment && it->second.offset == w.offset)
     index_.erase(it);
   stats_.corrupt++;
+  forgotten_.fetch_add(1, std::memory_order_relaxed);
   return nullptr;
 }
 
@@ -190,6 +191,7 @@ std::shared_ptr<SegmentStore::Segment> SegmentStore::evict_locked(std::deque<std
     if (it == index_.end() || it->second.segment != seg) continue;
     index_.erase(it);
     stats_.evictions++;
+    forgotten_.fetch_add(1, std::memory_order_relaxed);
   }
   stats_.bytes -= seg->size;
   return seg;
@@ -293,7 +295,9 @@ std::vector<std::uint32_t> SegmentStore::drop(const std::vector<Digest>& digests
   for (const Digest& d : digests) {
     auto it = index_.find(d);
     lengths.push_back(it == index_.end() ? 0 : it->second.length);
-    if (it != index_.end()) index_.erase(it);
+    if (it == index_.end()) continue;
+    index_.erase(it);
+    forgotten_.fetch_add(1, std::memory_order_relaxed);
   }
   return lengths;
 }

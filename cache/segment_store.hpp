@@ -25,6 +25,7 @@
 #include "cache/chunk_cache.hpp"
 #include "cache/digest.hpp"
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <unordered_map>
@@ -61,6 +62,8 @@ class SegmentStore {
     std::uint64_t corrupt = 0;    // records that no longer matched their digest
   };
   Stats stats() const;
+  // How many records have been forgotten (evicted, damaged or dropped) so far.
+  std::uint64_t forgotten() const { return forgotten_.load(std::memory_order_relaxed); }
 
   struct Segment;
 
@@ -96,6 +99,7 @@ class SegmentStore {
   std::shared_ptr<Segment> active_;  // guarded by append_mu_: null until the first write
   std::uint64_t next_seq_ = 1;       // guarded by append_mu_
 
+  std::atomic<std::uint64_t> forgotten_{0};
   mutable std::mutex mu_;
   std::unordered_map<Digest, Where, DigestHash> index_;  // guarded by mu_
   std::deque<std::shared_ptr<Segment>> segments_;        // guarded by mu_: oldest first

@@ -60,6 +60,14 @@ struct Learner {
   std::unordered_map<learn::FileId, std::uint64_t> in_flight;  // guarded by mu: bytes on their way
   std::uint64_t in_flight_bytes = 0;                           // guarded by mu
   std::vector<learn::Proposal> proposals;                      // guarded by mu: scratch
+  // Files found wholly in the cache, and the cache's forgotten() then: they
+  // still are while nothing has left it. The experts ask about the same
+  // files at every read (warm reads included), so this spares checking
+  // each of their chunks again.
+  struct Resident {
+    std::uint64_t hub_ino = 0, version = 0, forgotten = 0;
+  };
+  std::unordered_map<learn::FileId, Resident> resident;  // guarded by mu
 
   learn::Time now() const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - origin).count();
@@ -127,6 +135,10 @@ class MountResidency final : public learn::Residency {
   // starts (`to`: none; `from` while its manifest is not known).
   std::uint64_t first_gap(learn::FileId file, std::uint64_t from, std::uint64_t to) {
     const Learner::File& f = l_.files[file];
+    const std::uint64_t forgotten = st_.chunks->forgotten();  // before looking: a loss meanwhile shows next time
+    if (auto it = l_.resident.find(file); it != l_.resident.end() && it->second.hub_ino == f.hub_ino &&
+                                          it->second.version == f.version && it->second.forgotten == forgotten)
+      return to;
     std::shared_ptr<const wire::Manifest> man;
     {
       std::lock_guard lock(m_.mu);
@@ -138,6 +150,7 @@ class MountResidency final : public learn::Residency {
       if (c.offset + c.length <= from || c.offset >= to) continue;
       if (st_.chunks->holds(c.digest) == cache::ChunkCache::Held::no) return std::max(from, c.offset);
     }
+    if (from == 0 && to >= man->size) l_.resident[file] = {f.hub_ino, f.version, forgotten};
     return to;
   }
 

@@ -153,6 +153,37 @@ TEST_CASE("chunk cache: the SSD tier keeps chunks in segments within its budget;
   CHECK(c.get(sha256(chunk(1999, 1024))));
 }
 
+TEST_CASE("chunk cache: forgotten() counts every chunk that left the cache, and only those") {
+  weft::test::TempDir dir;
+  for (bool ssd : {false, true}) {
+    CAPTURE(ssd);
+    ChunkCacheOptions o;
+    o.ram_bytes = 3000;  // three of these chunks
+    if (ssd) {
+      o.ssd_dir = dir / ("chunks-" + std::to_string(ssd));
+      o.ssd_bytes = 5500;  // five more
+    }
+    auto cache = ChunkCache::open(o);
+    REQUIRE(cache.has_value());
+    auto& c = **cache;
+    for (unsigned i = 0; i < 3; ++i) REQUIRE(c.put(sha256(chunk(i)), chunk(i)));
+    CHECK(c.forgotten() == 0);
+    REQUIRE(c.get(sha256(chunk(0))));  // a hit changes nothing
+    CHECK(c.forgotten() == 0);
+    // Past RAM: with an SSD tier a victim moves down (still held), without
+    // one it is gone.
+    for (unsigned i = 3; i < 6; ++i) REQUIRE(c.put(sha256(chunk(i)), chunk(i)));
+    CHECK(c.forgotten() == (ssd ? 0 : 3));
+    std::uint64_t held = 0;
+    for (unsigned i = 0; i < 6; ++i) held += c.holds(sha256(chunk(i))) != ChunkCache::Held::no;
+    CHECK(held == 6 - c.forgotten());
+    // Evicting one chunk (from both tiers) counts once per tier it left.
+    const std::uint64_t before = c.forgotten();
+    CHECK(c.evict({sha256(chunk(5))}).chunks == 1);
+    CHECK(c.forgotten() > before);
+  }
+}
+
 TEST_CASE("chunk cache: concurrent readers and writers across eviction only ever get the right bytes") {
   weft::test::TempDir dir;
   ChunkCacheOptions o;
