@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 #include <thread>
 
 namespace weft::ns {
@@ -501,17 +502,22 @@ Result<std::size_t> Namespace::Impl::write(const OpContext&, Handle h, std::uint
     // A large write in stream order is chunked and hashed while the kernel
     // copies it into the page cache: the two are most of an upload's work,
     // and side by side they take two cores instead of one after the other.
-    const bool side_by_side = data.size() >= kSideBySideBytes && fs.stream && fs.stream->ahead.empty() &&
-                              off == fs.stream->chunker.consumed();
     std::thread chunking;
-    if (side_by_side) chunking = std::thread([&chunker = fs.stream->chunker, data] { chunker.update(data); });
+    if (data.size() >= kSideBySideBytes && fs.stream && fs.stream->ahead.empty() &&
+        off == fs.stream->chunker.consumed()) {
+      try {
+        chunking = std::thread([&chunker = fs.stream->chunker, data] { chunker.update(data); });
+      } catch (const std::system_error&) {
+        // No thread to be had (a process at its limit): chunked after the write.
+      }
+    }
+    chunked = chunking.joinable();
     Status written = write_fully(fs.fd, off, data);
-    if (chunking.joinable()) chunking.join();
+    if (chunked) chunking.join();
     if (!written) {
-      if (side_by_side) fs.stream.reset();  // it took bytes the file does not hold
+      if (chunked) fs.stream.reset();  // it took bytes the file does not hold
       return written.error();
     }
-    chunked = side_by_side;
     // Start the disk on what is written every few MiB (as RocksDB's
     // bytes_per_sync does) instead of leaving it all dirty for the fsync at
     // the seal: a large upload's close then waits for its tail, not for all
