@@ -979,8 +979,7 @@ Result<std::size_t> Namespace::Impl::read_version(const OpContext& ctx, Ino ino,
   return n;
 }
 
-Status Namespace::Impl::seal_unsealed() {
-  // Files made durable (flush, NFS COMMIT) but not sealed before a stop.
+Result<std::vector<Ino>> Namespace::Impl::unsealed_inodes() {
   std::vector<Ino> dirty;
   std::string p(1, rec::kUnsealedTag);
   kv::Status s = kv->scan(p, kv::prefix_end(p), 0, [&](std::string_view k, std::string_view) {
@@ -988,6 +987,14 @@ Status Namespace::Impl::seal_unsealed() {
     return true;
   });
   if (!s.ok()) return Errc::io;
+  return dirty;
+}
+
+Status Namespace::Impl::seal_unsealed() {
+  // Files made durable (flush, NFS COMMIT) but not sealed before a stop.
+  auto unsealed = unsealed_inodes();
+  if (!unsealed) return unsealed.error();
+  const std::vector<Ino>& dirty = *unsealed;
   for (Ino ino : dirty) {
     auto r = load_inode(ino);
     if (!r || !r->attr.dirty) continue;

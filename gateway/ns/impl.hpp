@@ -485,6 +485,8 @@ struct Namespace::Impl {
   Result<std::vector<ChunkInfo>> chunks(const OpContext& ctx, Ino ino, std::uint64_t version);
   Result<std::size_t> read_version(const OpContext& ctx, Ino ino, std::uint64_t version,
                                    std::uint64_t off, std::span<std::byte> out);
+  // Inodes whose working file was made durable but not sealed (key_unsealed).
+  Result<std::vector<Ino>> unsealed_inodes();
   Status seal_unsealed();  // recovery
 
   // --- hub support (hub_api.cpp)

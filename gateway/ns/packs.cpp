@@ -158,15 +158,10 @@ Status Namespace::Impl::index_local_packs() {
   // sealed version's: a copy of its pack (the orphan sweep and
   // seal_unsealed() ran before). Last access time orders them as the last
   // run used them, near enough.
+  auto dirty = unsealed_inodes();
+  if (!dirty) return dirty.error();
   std::unordered_set<std::uint64_t> working;
-  std::string p(1, rec::kUnsealedTag);
-  std::vector<Ino> dirty;
-  kv::Status s = kv->scan(p, kv::prefix_end(p), 0, [&](std::string_view k, std::string_view) {
-    dirty.push_back(rec::key_tail64(k));
-    return true;
-  });
-  if (!s.ok()) return Errc::io;
-  for (Ino ino : dirty)
+  for (Ino ino : *dirty)
     if (auto r = load_inode(ino); r && r->attr.dirty) working.insert(r->fid);
   std::vector<std::tuple<std::int64_t, std::uint64_t, std::uint64_t>> found;  // (atime, fid, bytes)
   store->for_each([&](std::uint64_t fid) {
