@@ -11,7 +11,7 @@ fetches ahead once the first sample is read with the declared order: the
 rest are all cache hits, with a seeded order, an index file and an index
 file naming files in a subdirectory; workers (forked and spawned, as
 DataLoader starts them, before the epoch is set) read with the header; checkpoints round-trip
-(multipart and small); bad input raises. Tests that need torch are skipped,
+(one PUT, multipart past the single-PUT limit, small); bad input raises. Tests that need torch are skipped,
 saying so, when it does not import.
 
     python_client_test.py --weft PATH [unittest arguments]
@@ -22,6 +22,7 @@ import os
 import pathlib
 import sys
 import unittest
+from unittest import mock
 
 import botocore.config
 import botocore.exceptions
@@ -33,6 +34,7 @@ sys.path.insert(0, str(HERE.parent.parent / "clients" / "python"))
 from hubsite import (Site, Spoke, fetched_ahead, hub_put, rest, run_tests, sampler_fetched_bytes,  # noqa: E402
                      sampler_order, spoke_mount)
 from weft_data import S3Dataset, S3Error, WeftSampler, load_checkpoint, save_checkpoint  # noqa: E402
+import weft_data._s3  # noqa: E402
 from weft_data._torch import torch  # noqa: E402
 
 WEFT = None
@@ -265,21 +267,25 @@ class SpokeTest(unittest.TestCase):
                 self.assertEqual(p.exitcode, 0)
 
     def test_checkpoints_round_trip(self):
-        big = os.urandom(12 << 20)
+        big, huge = os.urandom(12 << 20), os.urandom(20 << 20)
         before = s3_requests(self.spoke)
         self.assertEqual(save_checkpoint(big, BUCKET, "checkpoints/run/step-100", **self.s3), len(big))
         self.assertEqual(save_checkpoint(bytearray(b"small"), BUCKET, "checkpoints/run/small", **self.s3), 5)
+        # Past the largest single PUT (lowered here from S3's 5 GiB): in parts.
+        with mock.patch.object(weft_data._s3, "SINGLE_PUT_MAX", 16 << 20):
+            self.assertEqual(save_checkpoint(huge, BUCKET, "checkpoints/run/step-200", **self.s3), len(huge))
         after = s3_requests(self.spoke)
-        # The large one in two 8 MiB parts, the small one in one PUT.
+        # Two in one PUT each, the third in three 8 MiB parts (the last one 4 MiB).
         self.assertEqual({op: after[op] - before[op] for op in ("CreateMultipartUpload", "UploadPart",
                                                                 "CompleteMultipartUpload", "PutObject")},
-                         {"CreateMultipartUpload": 1, "UploadPart": 2, "CompleteMultipartUpload": 1, "PutObject": 1})
-        self.assertEqual(load_checkpoint(BUCKET, "checkpoints/run/step-100", raw=True, **self.s3), big)
-        self.assertEqual(load_checkpoint(BUCKET, "checkpoints/run/small", raw=True, **self.s3), b"small")
+                         {"CreateMultipartUpload": 1, "UploadPart": 3, "CompleteMultipartUpload": 1, "PutObject": 2})
+        for key, body in (("step-100", big), ("small", b"small"), ("step-200", huge)):
+            self.assertEqual(load_checkpoint(BUCKET, "checkpoints/run/" + key, raw=True, **self.s3), body)
         # Committed to the hub.
         with rest(self.hub) as s:
-            r = s.get(self.hub.url + "/api/v1/files/" + DATASETS + "checkpoints/run/step-100")
-            self.assertEqual((r.status_code, r.content == big), (200, True))
+            for key, body in (("step-100", big), ("step-200", huge)):
+                r = s.get(self.hub.url + "/api/v1/files/" + DATASETS + "checkpoints/run/" + key)
+                self.assertEqual((r.status_code, r.content == body), (200, True))
 
     @NEEDS_TORCH
     def test_torch_checkpoints_and_data_loader(self):

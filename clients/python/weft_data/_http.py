@@ -49,11 +49,11 @@ def _find(element, name):
 class HttpStore:
     """What the dataset and the checkpoint helpers need of an S3 service,
     over http.client; one connection per thread, remade after a fork.
-    Uploads are made as boto3 makes them: multipart from `part_size` on,
-    `parallel` parts at a time (a failed one is aborted); downloads in one
-    GET."""
+    Uploads are made as boto3 makes them: one PUT up to `single_put_max`
+    bytes, else multipart in parts of `part_size`, `parallel` at a time (a
+    failed one is aborted); downloads in one GET."""
 
-    def __init__(self, endpoint_url, client_kwargs, part_size, parallel):
+    def __init__(self, endpoint_url, client_kwargs, single_put_max, part_size, parallel):
         self._opened = []  # (pid, connection): close() ends them all, the upload threads' too
         self._opened_lock = threading.Lock()
         self._local = threading.local()
@@ -79,7 +79,7 @@ class HttpStore:
         if bool(self._key) != bool(self._secret):
             raise ValueError("the http transport needs both aws_access_key_id and aws_secret_access_key, or neither "
                              "(anonymous, for a public-read export)")
-        self._part_size, self._parallel = part_size, parallel
+        self._single_put_max, self._part_size, self._parallel = single_put_max, part_size, parallel
 
     # -- requests
 
@@ -180,7 +180,7 @@ class HttpStore:
                 return keys
 
     def upload(self, bucket, key, view):
-        if len(view) < self._part_size:
+        if len(view) <= self._single_put_max:
             self.request("PUT", bucket, key, body=view)
             return
         upload_id = self._create_multipart(bucket, key)

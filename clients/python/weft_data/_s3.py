@@ -17,7 +17,12 @@ except ImportError:
 
 TRANSPORTS = ("boto3", "http")
 _MiB = 1 << 20
-PART_SIZE = 8 * _MiB  # multipart from this size on, in parts of it,
+# Uploads up to S3's limit for one PUT go in one streamed PUT: the gateway
+# writes such a body once, where it joins a multipart upload's parts by
+# writing them again (protocols/s3/multipart.cpp), which doubled the time a
+# training loop waited on a checkpoint. Larger ones go in parts:
+SINGLE_PUT_MAX = 5 << 30
+PART_SIZE = 8 * _MiB  # of this size,
 PARALLEL = 8  # this many at a time
 
 
@@ -31,7 +36,7 @@ def make_store(endpoint_url, client_kwargs, transport=None):
         raise ImportError("transport='boto3' but boto3 does not import; transport='http' needs only the "
                           "standard library")
     if transport == "http" or boto3 is None:
-        return HttpStore(endpoint_url, dict(client_kwargs or {}), PART_SIZE, PARALLEL)
+        return HttpStore(endpoint_url, dict(client_kwargs or {}), SINGLE_PUT_MAX, PART_SIZE, PARALLEL)
     return Boto3Store(endpoint_url, client_kwargs)
 
 
@@ -42,7 +47,7 @@ class Boto3Store:
         self.client = boto3.session.Session().client("s3", endpoint_url=endpoint_url, **(client_kwargs or {}))
         self._extra = threading.local()
         self.client.meta.events.register("before-sign.s3", self._add_headers)
-        self._transfer = boto3.s3.transfer.TransferConfig(multipart_threshold=PART_SIZE,
+        self._transfer = boto3.s3.transfer.TransferConfig(multipart_threshold=SINGLE_PUT_MAX + 1,
                                                           multipart_chunksize=PART_SIZE, max_concurrency=PARALLEL)
 
     def _add_headers(self, request, **kwargs):

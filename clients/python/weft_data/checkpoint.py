@@ -1,6 +1,7 @@
-"""Checkpoints over S3: saved as multipart uploads of 8 MiB parts, 8 at a
-time (boto3's managed transfer, or the same made by the http transport),
-and loaded whole."""
+"""Checkpoints over S3: saved in one PUT up to 5 GiB, else as multipart
+uploads of 8 MiB parts, 8 at a time (_s3.SINGLE_PUT_MAX says why; boto3's
+managed transfer, or the same made by the http transport), and loaded
+whole."""
 
 import io
 
