@@ -175,9 +175,15 @@ Status Namespace::Impl::index_local_packs() {
     ::close(fd);
   });
   std::sort(found.begin(), found.end());
-  for (const auto& [atime, fid, bytes] : found) hold_local_pack(fid, bytes, false);
-  auto f = local_packs->figures();
-  spdlog::info("ns: {} local copies of packs, {} bytes (budget {} bytes)", f.files, f.bytes, f.budget);
+  std::uint64_t found_bytes = 0;
+  for (const auto& [atime, fid, bytes] : found) {
+    found_bytes += bytes;
+    hold_local_pack(fid, bytes, false);
+  }
+  // What was found, not figures(): past the budget an eviction is already
+  // under way on the pool.
+  spdlog::info("ns: {} local copies of packs, {} bytes (budget {} bytes)", found.size(), found_bytes,
+               local_packs->figures().budget);
   return {};
 }
 

@@ -290,8 +290,8 @@ def check_local_copies(a, weft, config):
         stopped = {}
 
         def shrink():
-            # What C holds once stopped: an eviction may still have been
-            # running when `held` was measured.
+            # What C holds once stopped (and finds at its start): an
+            # eviction may still have been running when `held` was measured.
             stopped["bytes"] = local_bytes(c, budget)
             conf["object_store"]["cache_bytes"] = smaller
             (c.tmp / "weft.json").write_text(json.dumps(conf))
