@@ -27,7 +27,6 @@ namespace {
 
 constexpr std::uint32_t kMaxParts = 10000;
 constexpr std::size_t kMaxCompleteBody = 4 << 20;
-constexpr std::size_t kBlock = 1 << 20;
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -63,27 +62,31 @@ Found<std::uint32_t> part_number(const Request& r) {
 }
 
 // Writes every block a source gives into a part file, then publishes it.
+// Blocks are written on the blocking pool while the next one is received,
+// and the disk starts on each as it is written, so that publishing (its
+// fsync) waits for the part's tail only.
 asio::awaitable<Found<std::string>> receive_part(Service& s, PartFile& part, ByteSource& source,
                                                  const std::function<std::string()>& md5_hex) {
-  auto buf = std::make_unique_for_overwrite<std::byte[]>(kBlock);
-  off_t offset = 0;
-  for (;;) {
-    auto n = co_await source.read(std::span<std::byte>(buf.get(), kBlock));
-    if (!n) {
-      s.uploads.discard_part(part);
-      co_return n.error();
-    }
-    if (*n == 0) break;
-    for (std::size_t done = 0; done < *n;) {
-      ssize_t w = ::pwrite(part.fd, buf.get() + done, *n - done, offset + static_cast<off_t>(done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) {
-        s.uploads.discard_part(part);
-        co_return Error(errno == ENOSPC ? Code::InsufficientStorage : Code::InternalError);
+  const StoreBlock write = [&](std::uint64_t offset, std::span<const std::byte> block)
+      -> asio::awaitable<Found<std::size_t>> {
+    const int e = co_await ns::offload(s.blocking, [&] {
+      for (std::size_t done = 0; done < block.size();) {
+        ssize_t w = ::pwrite(part.fd, block.data() + done, block.size() - done, static_cast<off_t>(offset + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return errno;
+        done += static_cast<std::size_t>(w);
       }
-      done += static_cast<std::size_t>(w);
-    }
-    offset += static_cast<off_t>(*n);
+      ::sync_file_range(part.fd, static_cast<off_t>(offset), static_cast<off_t>(block.size()), SYNC_FILE_RANGE_WRITE);
+      return 0;
+    });
+    if (e != 0) co_return Error(e == ENOSPC ? Code::InsufficientStorage : Code::InternalError);
+    co_return block.size();
+  };
+  auto stream = store_blocks(source, write);
+  auto stored = co_await std::move(stream);
+  if (!stored) {
+    s.uploads.discard_part(part);
+    co_return stored.error();
   }
   std::string etag = md5_hex();
   auto ec = co_await ns::offload(s.blocking, [&] { return s.uploads.publish_part(part, etag); });

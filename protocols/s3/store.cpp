@@ -48,6 +48,35 @@ asio::awaitable<Found<MetaRef>> load_meta(Service& s, const ns::OpContext& ctx, 
   co_return m ? std::move(m) : none;
 }
 
+asio::awaitable<Found<std::uint64_t>> store_blocks(ByteSource& source, const StoreBlock& store) {
+  // Two blocks: the next one is received (its digests taken on the way)
+  // while the last one is stored (a page cache copy, and for the namespace
+  // chunking and hashing, on a blocking pool), so an upload keeps two cores
+  // busy.
+  std::array<std::unique_ptr<std::byte[]>, 2> blocks{std::make_unique_for_overwrite<std::byte[]>(kBlock),
+                                                     std::make_unique_for_overwrite<std::byte[]>(kBlock)};
+  auto ex = co_await asio::this_coro::executor;
+  auto got = co_await fill_block(source, std::span<std::byte>(blocks[0].get(), kBlock));
+  if (!got) co_return got.error();
+  std::uint64_t offset = 0;
+  for (std::size_t cur = 0; *got > 0; cur ^= 1) {
+    const std::span<const std::byte> block(blocks[cur].get(), *got);
+    auto write = asio::co_spawn(ex, store(offset, block), asio::deferred);
+    auto next = asio::co_spawn(ex, fill_block(source, std::span<std::byte>(blocks[cur ^ 1].get(), kBlock)),
+                               asio::deferred);
+    auto both = asio::experimental::make_parallel_group(std::move(write), std::move(next))
+                    .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+    auto [order, write_error, written, fill_error, filled] = co_await std::move(both);
+    if (write_error) std::rethrow_exception(write_error);
+    if (fill_error) std::rethrow_exception(fill_error);
+    if (!written) co_return written.error();
+    if (!filled) co_return filled.error();
+    offset += block.size();
+    got = std::move(filled);
+  }
+  co_return offset;
+}
+
 asio::awaitable<Found<ns::Attr>> write_object(Service& s, Request& r, const NewObject& obj,
                                               ByteSource& source) {
   ns::Namespace& ns = s.ns;
@@ -75,30 +104,16 @@ asio::awaitable<Found<ns::Attr>> write_object(Service& s, Request& r, const NewO
     co_await ns.release(ctx, *h);  // discards the staged file
     co_return e;
   };
-  // Two blocks: the next one is received (its MD5 taken on the way) while
-  // the namespace writes the last one (the page cache copy, chunking and
-  // hashing, on its blocking pool), so an upload keeps two cores busy.
-  std::array<std::unique_ptr<std::byte[]>, 2> blocks{std::make_unique_for_overwrite<std::byte[]>(kBlock),
-                                                     std::make_unique_for_overwrite<std::byte[]>(kBlock)};
-  auto ex = co_await asio::this_coro::executor;
-  auto got = co_await fill_block(source, std::span<std::byte>(blocks[0].get(), kBlock));
-  if (!got) co_return co_await fail(got.error());
-  std::uint64_t offset = 0;
-  for (std::size_t cur = 0; *got > 0; cur ^= 1) {
-    const std::span<const std::byte> block(blocks[cur].get(), *got);
-    auto write = asio::co_spawn(ex, ns.write(ctx, *h, offset, block), asio::deferred);
-    auto next = asio::co_spawn(ex, fill_block(source, std::span<std::byte>(blocks[cur ^ 1].get(), kBlock)),
-                               asio::deferred);
-    auto both = asio::experimental::make_parallel_group(std::move(write), std::move(next))
-                    .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
-    auto [order, write_error, written, fill_error, filled] = co_await std::move(both);
-    if (write_error) std::rethrow_exception(write_error);
-    if (fill_error) std::rethrow_exception(fill_error);
-    if (!written) co_return co_await fail(from_ns(written.error(), Subject::key));
-    if (!filled) co_return co_await fail(filled.error());
-    offset += block.size();
-    got = std::move(filled);
-  }
+  const StoreBlock write = [&](std::uint64_t offset, std::span<const std::byte> block)
+      -> asio::awaitable<Found<std::size_t>> {
+    auto op = ns.write(ctx, *h, offset, block);
+    auto written = co_await std::move(op);
+    if (!written) co_return from_ns(written.error(), Subject::key);
+    co_return *written;
+  };
+  auto stream = store_blocks(source, write);
+  auto stored = co_await std::move(stream);
+  if (!stored) co_return co_await fail(stored.error());
   // The metadata names the version it describes, and lands in the same
   // transaction: a reader never sees the object without its ETag.
   ObjectMeta meta = obj.meta();

@@ -38,6 +38,13 @@ struct NewObject {
 // by another protocol). AccessDenied when the caller may not read the file.
 boost::asio::awaitable<Found<MetaRef>> load_meta(Service& s, const ns::OpContext& ctx, ns::Ino ino);
 
+// Stores each block of `source` with `store` (given its offset), in order,
+// while the next block is received; returns the bytes stored, or the first
+// error of either side.
+using StoreBlock =
+    std::function<boost::asio::awaitable<Found<std::size_t>>(std::uint64_t offset, std::span<const std::byte> block)>;
+boost::asio::awaitable<Found<std::uint64_t>> store_blocks(ByteSource& source, const StoreBlock& store);
+
 // Returns the committed file's attributes.
 boost::asio::awaitable<Found<ns::Attr>> write_object(Service& s, Request& r, const NewObject& obj,
                                                      ByteSource& source);
