@@ -19,8 +19,8 @@ TRANSPORTS = ("boto3", "http")
 _MiB = 1 << 20
 # Uploads up to S3's limit for one PUT go in one streamed PUT: the gateway
 # writes such a body once, where it joins a multipart upload's parts by
-# writing them again (protocols/s3/multipart.cpp), which doubled the time a
-# training loop waited on a checkpoint. Larger ones go in parts:
+# writing them all again (protocols/s3/multipart.cpp). Larger ones go in
+# parts:
 SINGLE_PUT_MAX = 5 << 30
 PART_SIZE = 8 * _MiB  # of this size,
 PARALLEL = 8  # this many at a time
