@@ -16,6 +16,7 @@
 #include <boost/beast/http/write.hpp>
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include <atomic>
 #include <functional>
@@ -151,6 +152,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
       req.set(bhttp::field::host, endpoint.url().host_header);
       req.set(bhttp::field::authorization, authorization);
       req.set("Weft-Region", opt.region);
+      req.set("Weft-Feed", opt.feed_id);
       req.set(bhttp::field::user_agent, "weft-spoke");
       if (!body.empty()) req.set(bhttp::field::content_type, beast::string_view(content_type.data(), content_type.size()));
       req.body().assign(body);
@@ -326,6 +328,12 @@ Result<std::unique_ptr<Client>> Client::create(asio::any_io_executor executor, C
   impl->endpoint = std::move(*endpoint);
   impl->authorization = options.token.empty() ? "Basic " + base64(options.user + ":" + options.password)
                                               : "Bearer " + options.token;
+  if (options.feed_id.empty()) {
+    unsigned char id[8];
+    if (RAND_bytes(id, sizeof id) != 1) return failure(Error::Kind::protocol, "no random bytes for the feed id");
+    static constexpr char kHex[] = "0123456789abcdef";
+    for (unsigned char b : id) options.feed_id += {kHex[b >> 4], kHex[b & 15]};
+  }
   impl->opt = std::move(options);
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }

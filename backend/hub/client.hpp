@@ -40,6 +40,10 @@ struct ClientOptions {
   std::string user, password;  // Basic credentials, or
   std::string token;           // a Bearer token (used when set)
   std::string region;          // sent as Weft-Region
+  // Names this client's change feed at the hub, sent as Weft-Feed: the
+  // hub's changes made by this client do not wait for that feed's lease
+  // (the reply tells the client). create() picks a random one when empty.
+  std::string feed_id;
   std::size_t connections = 8;  // parallel connections for chunk batches
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};
   std::uint64_t batch_bytes = 4ull << 20;  // logical chunk bytes per request

@@ -17,6 +17,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <deque>
 
 namespace weft::hub {
 
@@ -28,6 +29,15 @@ using boost::system::error_code;
 namespace {
 
 constexpr auto kUse = asio::as_tuple(asio::use_awaitable);
+using Clock = std::chrono::steady_clock;
+
+// Renewals go out every third of the lease the hub grants (this until
+// it has said how long that is), and at once after changes are applied.
+constexpr auto kRenewBefore = std::chrono::seconds(1);
+// How long a stopping feed tries to tell the hub it gives its lease up.
+constexpr auto kLeaveTimeout = std::chrono::milliseconds(500);
+
+std::int64_t ns_of(Clock::time_point t) { return t.time_since_epoch().count(); }
 
 Error lost(Error::Kind kind, std::string message) {
   Error e;
@@ -62,6 +72,62 @@ struct Feed::Impl : std::enable_shared_from_this<Impl> {
   beast::tcp_stream* live = nullptr;  // strand only: the open connection
   bool reached = false;  // strand only: the last session got through its handshake
 
+  // The lease (any thread): until when, and the position to have applied.
+  std::atomic<std::int64_t> lease_until{0};
+  std::atomic<std::uint64_t> lease_head{0};
+  // The renewer (strand only): the renewals asked for and when, oldest
+  // first; whether it runs, has something to send, or is to end.
+  std::deque<std::pair<std::uint64_t, Clock::time_point>> asked;
+  std::uint64_t next_ask = 0;
+  Clock::duration renew_every = kRenewBefore;
+  asio::steady_timer renew_timer{strand};
+  bool renewing = false, renew_now = false, session_over = false;
+
+  void drop_lease() { lease_until = 0; }
+
+  // The hub answered renewal `n`: the lease runs from when it was asked,
+  // a tenth short of the term (the two clocks' rates may differ).
+  void renewed(std::uint64_t n, std::chrono::milliseconds term, std::uint64_t head_then) {
+    while (!asked.empty() && asked.front().first < n) asked.pop_front();
+    if (asked.empty() || asked.front().first != n || term.count() <= 0) return;
+    lease_head = head_then;
+    lease_until = ns_of(asked.front().second + term * 9 / 10);
+    renew_every = term / 3;
+  }
+
+  // Sends renewals (each acknowledging what was applied) until the session
+  // ends; on stop, gives the lease up and closes the connection.
+  template <class WebSocket>
+  asio::awaitable<void> renew(WebSocket& ws) {
+    renewing = true;
+    ws.text(true);
+    while (!session_over) {
+      if (stopping) {
+        beast::get_lowest_layer(ws).expires_after(kLeaveTimeout);
+        const std::string leave = R"({"leave":true})";
+        co_await ws.async_write(asio::buffer(leave), kUse);
+        error_code ignored;
+        beast::get_lowest_layer(ws).socket().close(ignored);
+        break;
+      }
+      const std::uint64_t n = ++next_ask;
+      const std::string text = nlohmann::json{{"applied", cursor.load()}, {"ping", n}}.dump();
+      asked.emplace_back(n, Clock::now());  // the term counts from before the hub has it
+      if (asked.size() > 64) asked.pop_front();
+      auto [ec, written] = co_await ws.async_write(asio::buffer(text), kUse);
+      if (ec) break;
+      if (std::exchange(renew_now, false)) continue;
+      renew_timer.expires_after(renew_every);
+      co_await renew_timer.async_wait(kUse);
+    }
+    renewing = false;
+  }
+
+  void poke_renewer() {
+    renew_now = true;
+    renew_timer.cancel();
+  }
+
   void set_state(bool connected, const Error* why) {
     if (is_connected.exchange(connected) == connected && connected) return;
     if (options.on_state) options.on_state(connected, why);
@@ -91,7 +157,7 @@ struct Feed::Impl : std::enable_shared_from_this<Impl> {
       req.set("Weft-Region", region);
     }));
     ws.read_message_max(16 << 20);
-    const std::string target = "/hub/v1/feed?after=" + std::to_string(cursor.load());
+    const std::string target = "/hub/v1/feed?after=" + std::to_string(cursor.load()) + "&id=" + options.client.feed_id;
     const std::string& host_header = endpoint.url().host_header;
     websocket::response_type response;
     auto [hec] = co_await ws.async_handshake(response, host_header, target, kUse);
@@ -107,7 +173,10 @@ struct Feed::Impl : std::enable_shared_from_this<Impl> {
     beast::get_lowest_layer(ws).expires_never();
     live = &beast::get_lowest_layer(ws);
     reached = true;
+    session_over = false;
+    asked.clear();
     set_state(true, nullptr);
+    asio::co_spawn(strand, renew(ws), asio::detached);
     beast::flat_buffer buffer;
     Error why;
     for (;;) {
@@ -139,6 +208,9 @@ struct Feed::Impl : std::enable_shared_from_this<Impl> {
         }
         last = j.at("last").get<std::uint64_t>();
         head = std::max(last, j.contains("head") ? j.at("head").get<std::uint64_t>() : last);
+        if (j.contains("renewed"))
+          renewed(j.at("renewed").get<std::uint64_t>(), std::chrono::milliseconds(j.at("lease_ms").get<std::int64_t>()),
+                  head);
       } catch (const nlohmann::json::exception& e) {
         why = lost(Error::Kind::protocol, std::string("a malformed feed message: ") + e.what());
         break;
@@ -151,10 +223,20 @@ struct Feed::Impl : std::enable_shared_from_this<Impl> {
       if (j.contains("reset")) changes.push_back({last, "reset", 0, 0, 0, 0, 0});
       cursor = last;
       if (options.on_changes) options.on_changes(changes, last);
+      // What was applied is acknowledged at once: a change at the hub waits for it.
+      if (!changes.empty()) poke_renewer();
     }
+    drop_lease();
     live = nullptr;
+    session_over = true;
+    renew_timer.cancel();
     error_code ignored;
     beast::get_lowest_layer(ws).socket().close(ignored);
+    // The renewer writes on `ws`, which ends with this call: wait until it has.
+    while (renewing) {
+      retry.expires_after(std::chrono::milliseconds(5));
+      co_await retry.async_wait(kUse);
+    }
     co_return why;
   }
 
@@ -190,10 +272,13 @@ Feed::Feed(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Feed::~Feed() { stop(); }
 
 void Feed::stop() {
+  impl_->drop_lease();  // before the hub hears it is given up
   if (impl_->stopping.exchange(true)) return;
   asio::post(impl_->strand, [impl = impl_] {
     impl->retry.cancel();
-    if (impl->live) {
+    if (impl->renewing) {
+      impl->poke_renewer();  // it gives the lease up, then closes
+    } else if (impl->live) {
       error_code ignored;
       impl->live->socket().close(ignored);
     }
@@ -204,5 +289,9 @@ bool Feed::stopped() const { return impl_->ended; }
 std::uint64_t Feed::cursor() const { return impl_->cursor; }
 std::uint64_t Feed::head() const { return std::max(impl_->head.load(), impl_->cursor.load()); }
 bool Feed::connected() const { return impl_->is_connected; }
+std::optional<std::uint64_t> Feed::leased_to() const {
+  if (!impl_->is_connected || ns_of(Clock::now()) >= impl_->lease_until.load()) return std::nullopt;
+  return impl_->lease_head.load();
+}
 
 }  // namespace weft::hub

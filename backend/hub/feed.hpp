@@ -2,7 +2,9 @@
 // feed"): a WebSocket that delivers invalidations in log order and, after
 // any disconnect, reconnects and resumes from the last position it saw, so
 // no change is missed. A feed that hears nothing (not even the hub's
-// heartbeat) for silence_timeout counts as disconnected.
+// heartbeat) for silence_timeout counts as disconnected. Over the same
+// WebSocket it acknowledges what it applied and keeps a lease on the hub's
+// log (PROTOCOL.md, "Leases"), given up when it stops.
 #pragma once
 
 #include "backend/hub/client.hpp"
@@ -37,6 +39,7 @@ class Feed final : public ChangeFeed {
   // The hub's change-log position as of its last message.
   std::uint64_t head() const override;
   bool connected() const override;
+  std::optional<std::uint64_t> leased_to() const override;
 
   struct Impl;
 

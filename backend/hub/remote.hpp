@@ -134,6 +134,11 @@ class ChangeFeed {
   // cursor()): head() - cursor() is how far behind the feed is.
   virtual std::uint64_t head() const = 0;
   virtual bool connected() const = 0;
+  // While the feed holds a lease on the remote's change log (a weft hub,
+  // PROTOCOL.md "Leases"): the position this side must have applied for
+  // what it cached to be as current as the remote, so that an open need
+  // not ask. nullopt: no lease now (an open asks the remote first).
+  virtual std::optional<std::uint64_t> leased_to() const { return std::nullopt; }
 };
 
 class Remote {

@@ -38,14 +38,34 @@ Result<T> observed(Namespace::Impl& im, Op op, const OpContext* ctx, F&& fn) {
   return r;
 }
 
+// Waits for the change barrier (set_change_barrier) to let a change that
+// reached log position `seq` return.
+boost::asio::awaitable<void> settle(Namespace::Impl& im, std::uint64_t seq, const OpContext* ctx) {
+  static const OpContext kNobody;
+  auto barrier = im.change_barrier;
+  auto op = barrier->wait(seq, ctx ? *ctx : kNobody);
+  co_await std::move(op);
+}
+
 }  // namespace
 
 // Reads and writes through a handle run on the caller's thread.
 #define WEFT_ON_CALLER(T, op, ctx, ...) co_return observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; })
-// After close() the pool runs nothing: fail before handing it work.
-#define WEFT_BLOCKING(T, op, ctx, ...)                                        \
-  if (impl_->closed.load()) co_return Result<T>(make_error_code(Errc::unavailable)); \
-  co_return co_await offload(impl_->pool, [&]() -> Result<T> { return observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; }); })
+// After close() the pool runs nothing: fail before handing it work. A call
+// that changed something returns once the change barrier lets it.
+#define WEFT_BLOCKING(T, op, ctx, ...)                                                           \
+  if (impl_->closed.load()) co_return Result<T>(make_error_code(Errc::unavailable));             \
+  {                                                                                              \
+    std::uint64_t barrier_seq = 0;                                                               \
+    auto blocking_op = offload(impl_->pool, [&]() -> Result<T> {                                 \
+      auto r = observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; });            \
+      barrier_seq = impl_->barrier_seq();                                                        \
+      return r;                                                                                  \
+    });                                                                                          \
+    Result<T> blocking_result = co_await std::move(blocking_op);                                 \
+    if (barrier_seq) co_await settle(*impl_, barrier_seq, ctx);                                  \
+    co_return blocking_result;                                                                   \
+  }
 // Metadata reads run inline too, served from the caches or a local
 // RocksDB; on a shared store (PostgreSQL) a miss or following the change
 // log is a network round trip, so there they run on the blocking pool.
@@ -346,6 +366,9 @@ Task<std::vector<Change>> Namespace::changes(std::uint64_t after, std::size_t li
 }
 Task<std::uint64_t> Namespace::last_change() {
   WEFT_BLOCKING(std::uint64_t, changes, nullptr, return impl_->last_change());
+}
+void Namespace::set_change_barrier(std::shared_ptr<ChangeBarrier> barrier) {
+  impl_->change_barrier = std::move(barrier);
 }
 
 Task<User> Namespace::create_user(const OpContext& ctx, const NewUser& spec) {

@@ -361,6 +361,11 @@ struct Namespace::Impl {
   void defer_owed();
   // The calling thread owes a sync even if it committed nothing.
   void owe_sync();
+  // After sync_owed(), on the same thread: the log position the change
+  // barrier is to wait for, 0 when the call changed nothing or no barrier
+  // is engaged (clears what the thread recorded either way).
+  std::uint64_t barrier_seq();
+  std::shared_ptr<ChangeBarrier> change_barrier;  // set before serving
   // Runs `body` in a fresh batch, committing it; retries on write conflicts.
   // Writers of one directory all conflict on a serializable engine
   // (PostgreSQL), so retries wait a random, growing while: without it they

@@ -131,6 +131,9 @@ Batch Namespace::Impl::begin() {
 // (kv::Store::log_horizon).
 namespace {
 thread_local bool t_owes_sync = false;
+// The calling thread committed a change that the change barrier is to
+// wait for (with the sync it owes; a deferred sync defers this too).
+thread_local bool t_changed = false;
 }  // namespace
 
 Status Namespace::Impl::commit(Batch& b) {
@@ -145,6 +148,7 @@ Status Namespace::Impl::commit(Batch& b) {
   kv::Status s = b.txn->commit(kv::Durability::async);
   if (!s.ok()) return make_error_code(from_kv(s));
   t_owes_sync = true;
+  t_changed = t_changed || !b.changes.empty();
   if (shared) {
     // The caches take what this batch wrote unless another node's change
     // came in meanwhile: then what it touched may be newer than ours.
@@ -169,9 +173,16 @@ Status Namespace::Impl::sync_owed() {
 
 // The next sync by any operation (or a reader of the change log) makes the
 // changes durable.
-void Namespace::Impl::defer_owed() { t_owes_sync = false; }
+void Namespace::Impl::defer_owed() { t_owes_sync = t_changed = false; }
 
-void Namespace::Impl::owe_sync() { t_owes_sync = true; }
+void Namespace::Impl::owe_sync() { t_owes_sync = t_changed = true; }
+
+std::uint64_t Namespace::Impl::barrier_seq() {
+  if (!std::exchange(t_changed, false) || !change_barrier || !change_barrier->engaged()) return 0;
+  std::uint64_t seq = 0;
+  kv->log_horizon(rec::kChangeLog, &seq);
+  return seq;
+}
 
 std::vector<std::unique_lock<std::mutex>> Namespace::Impl::lock_inodes(std::vector<Ino> inos) {
   std::vector<std::mutex*> ms;

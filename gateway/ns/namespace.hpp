@@ -183,6 +183,11 @@ struct SpokeMountStats {
   std::int64_t state_since_ns = 0;  // wall clock of the last connect or disconnect (0: none yet)
   std::uint64_t cursor = 0;         // the feed's position in the hub's change log
   std::uint64_t hub_last_change = 0;  // the log's position as of the feed's last message
+  // Close-to-open: whether the feed holds a lease on the hub's log now
+  // (opens ask the hub nothing); calls served under it, and those that
+  // asked the hub where its log stands instead (no lease: a round trip).
+  bool lease = false;
+  std::uint64_t leased_calls = 0, log_round_trips = 0;
   // Hub traffic: requests, bodies as they crossed the link, and chunk
   // frames on the wire against the chunk bytes they carried (compression).
   std::uint64_t requests = 0, wire_bytes_in = 0, wire_bytes_out = 0;
@@ -255,6 +260,20 @@ struct CacheEvicted {
   std::uint64_t files = 0;              // files listed (0: everything was asked for)
   std::uint64_t chunks = 0, bytes = 0;  // dropped from the cache
   std::uint64_t pinned = 0;             // chunks kept because a pin holds them
+};
+
+// What a change waits for before it returns to its caller, so that those
+// who hold a lease on this namespace's change log (a hub's spokes) may
+// serve opens from what they have applied of it without asking first:
+// close-to-open at every site without a round trip per open.
+class ChangeBarrier {
+ public:
+  virtual ~ChangeBarrier() = default;
+  // Whether anyone holds a lease now (else no change waits); cheap, any thread.
+  virtual bool engaged() const = 0;
+  // Completes once every leaseholder but ctx.change_origin has applied the
+  // log up to `seq` or its lease has run out.
+  virtual boost::asio::awaitable<void> wait(std::uint64_t seq, const OpContext& ctx) = 0;
 };
 
 class Namespace {
@@ -376,6 +395,10 @@ class Namespace {
   Task<std::vector<Change>> changes(std::uint64_t after, std::size_t limit);
   // The log's position: every durable change is at or below it.
   Task<std::uint64_t> last_change();
+  // From now on every call that changed something, once durable, awaits
+  // `barrier` with the log position it reached before it returns. Set it
+  // before serving (a hub's front end does); null removes it.
+  void set_change_barrier(std::shared_ptr<ChangeBarrier> barrier);
 
   // --- Identity ----------------------------------------------------------
   Task<User> create_user(const OpContext& ctx, const NewUser& spec);

@@ -701,6 +701,12 @@ Task<Attr> Spokes::getattr(const OpContext& ctx, Ino ino) {
   if (!w) co_return w.error();
   auto lost = wait_for_lost_feed(*w->mount);
   co_await std::move(lost);
+  // Every path and handle call starts here: close-to-open for all of them.
+  if (!w->mount->client->poll_interval()) {
+    const auto now = std::chrono::steady_clock::now();
+    auto follow = follow_hub(*w->mount, ctx.arrived != std::chrono::steady_clock::time_point{} ? ctx.arrived : now);
+    co_await std::move(follow);
+  }
   auto op = hub_attr(*w->mount, ino, w->shadow);
   auto a = co_await std::move(op);
   if (!a) co_return a.error();

@@ -133,6 +133,12 @@ struct Spokes::Mount {
   std::uint64_t root_hub_ino = 0;        // guarded by mu; 0 until the first answer
   std::uint64_t epoch = 0;               // guarded by mu: bumped by every invalidation
   std::uint64_t feed_seen = 0;           // guarded by mu: the hub's change-log position applied here
+  // Guarded by mu: when the last round trip for close-to-open that finished
+  // began (follow_hub()): every change the hub had made by then is applied.
+  std::chrono::steady_clock::time_point caught_up_from{};
+  // Calls that found the feed's lease current (no question to the hub),
+  // and those that asked the hub where its log stands (no lease).
+  std::atomic<std::uint64_t> leased_calls{0}, log_round_trips{0};
   std::unordered_map<std::uint64_t, wire::FileAttr> attrs;  // guarded by mu, by hub ino
   std::unordered_map<std::uint64_t, Dir> dirs;              // guarded by mu, by hub ino
   // The last attributes the hub gave of each directory, not invalidated:
@@ -384,11 +390,18 @@ inline bool cached(State& st, Mount& m, const wire::ChunkRef& c) {
   (hit ? m.hit_bytes : m.miss_bytes) += c.length;
   return hit;
 }
-// Close-to-open (spoke_write.cpp), before an open of file `ino` (a hub
-// inode) or of entry `name` of directory `dir`: waits, a bounded while,
-// until the feed has applied every change the hub had made when this was
-// called. A polled remote's feed may be an interval behind: what is cached
-// of that file or entry is dropped instead, so that it is asked afresh.
+// Close-to-open with a weft hub (spoke_write.cpp): returns once the
+// metadata cached here holds every change the hub had made by `since`.
+// While the feed holds a lease that it has applied it does at once (the
+// hub returns no change before this spoke has applied it); otherwise it
+// asks the hub where its log stands (a round trip, which later calls of
+// the same request share) and waits, a bounded while, until the feed has
+// applied that far. Nothing to wait for when the feed is disconnected.
+asio::awaitable<void> follow_hub(Mount& m, std::chrono::steady_clock::time_point since);
+// The same before an open of file `ino` (a hub inode) or of entry `name`
+// of directory `dir`, from now. A polled remote's feed may be an interval
+// behind: what is cached of that file or entry is dropped instead, so that
+// it is asked afresh.
 asio::awaitable<void> catch_up(Mount& m, std::uint64_t ino, std::uint64_t dir = 0, std::string_view name = {});
 
 // --- Writes (spoke_write.cpp) ---------------------------------------------

@@ -61,8 +61,11 @@ SpokeMountStats mount_stats(State& st, Mount& m) {
     if (m.feed) {
       s.cursor = m.feed->cursor();
       s.hub_last_change = m.feed->head();
+      s.lease = m.feed->leased_to().has_value();
     }
   }
+  s.leased_calls = m.leased_calls;
+  s.log_round_trips = m.log_round_trips;
   const hub::Stats h = m.client->stats();
   s.requests = h.requests;
   s.wire_bytes_in = h.wire_bytes_in;

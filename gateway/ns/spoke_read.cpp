@@ -832,10 +832,12 @@ Task<Handle> Spokes::open(const OpContext& ctx, Ino ino, OpenFlags flags) {
   }
   auto w = where(*state_, *ns_.kv, ino);
   if (!w) co_return w.error();
-  // Close-to-open costs a round trip to the hub. A snapshot (an S3 GET)
-  // reads the version its lookup found, from the metadata the feed keeps
-  // current, as read_version does: waiting here would not change which
-  // version that request serves, only end its body short.
+  // Close-to-open: the lookups before this open and getattr() below
+  // followed the hub's log (follow_hub(): free while the feed holds its
+  // lease). A polled remote's open drops what is cached of the file
+  // instead, but not for a snapshot (an S3 GET), which reads the version
+  // its lookup found, as read_version does: asking afresh here would not
+  // change which version that request serves, only end its body short.
   if (!flags.snapshot) co_await catch_up(*w->mount, w->shadow.hub_ino);
   auto a = co_await getattr(ctx, ino);
   if (!a) co_return a.error();

@@ -456,21 +456,18 @@ asio::awaitable<Result<std::optional<wire::FileAttr>>> send_staged(State& st, Na
   }
 }
 
-asio::awaitable<void> catch_up(Mount& m, std::uint64_t ino, std::uint64_t dir, std::string_view name) {
+asio::awaitable<void> follow_hub(Mount& m, std::chrono::steady_clock::time_point since) {
   {
     std::lock_guard lock(m.mu);
     if (m.stopped || !m.connected()) co_return;  // no feed to wait for
-    if (m.client->poll_interval()) {
-      m.epoch++;  // answers in flight may predate what this open must see
-      m.attrs.erase(ino);
-      if (auto d = m.dirs.find(dir); d != m.dirs.end())
-        if (auto e = d->second.names.find(name); e != d->second.names.end()) {
-          if (e->second) m.attrs.erase(*e->second);
-          d->second.names.erase(e);
-        }
+    if (auto to = m.feed->leased_to(); to && m.feed_seen >= *to) {
+      m.leased_calls++;
       co_return;
     }
+    if (m.caught_up_from >= since) co_return;
   }
+  m.log_round_trips++;
+  const auto began = std::chrono::steady_clock::now();
   auto op = m.client->last_change();
   auto last = co_await std::move(op);
   if (!last) co_return;  // the calls that follow meet the same trouble and say so
@@ -479,7 +476,11 @@ asio::awaitable<void> catch_up(Mount& m, std::uint64_t ino, std::uint64_t dir, s
   for (;;) {
     {
       std::lock_guard lock(m.mu);
-      if (m.feed_seen >= *last || !m.connected()) co_return;
+      if (m.feed_seen >= *last) {
+        m.caught_up_from = std::max(m.caught_up_from, began);
+        co_return;
+      }
+      if (!m.connected()) co_return;
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       spdlog::warn("spoke {}: the change feed lags the hub (at {}, the hub at {}): opening without it", m.name,
@@ -489,6 +490,22 @@ asio::awaitable<void> catch_up(Mount& m, std::uint64_t ino, std::uint64_t dir, s
     timer.expires_after(kCatchUpPoll);
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
   }
+}
+
+asio::awaitable<void> catch_up(Mount& m, std::uint64_t ino, std::uint64_t dir, std::string_view name) {
+  if (m.client->poll_interval()) {
+    std::lock_guard lock(m.mu);
+    if (m.stopped || !m.connected()) co_return;
+    m.epoch++;  // answers in flight may predate what this open must see
+    m.attrs.erase(ino);
+    if (auto d = m.dirs.find(dir); d != m.dirs.end())
+      if (auto e = d->second.names.find(name); e != d->second.names.end()) {
+        if (e->second) m.attrs.erase(*e->second);
+        d->second.names.erase(e);
+      }
+    co_return;
+  }
+  co_await follow_hub(m, std::chrono::steady_clock::now());
 }
 
 }  // namespace spoke_detail

@@ -12,11 +12,19 @@
 //   {"reset": "residency", "last": SEQ, "head": SEQ}
 // says the residency rules changed: what the spoke cached may now be
 // refused to it, so it drops its cached metadata and asks again.
+// Leases (leases.hpp): the spoke sends {"applied": SEQ, "ping": N} when it
+// has applied changes and every third of a lease; the next message answers
+// with "renewed": N, "lease_ms" and a `head` read after the renewal, which
+// the spoke must have applied before it counts on the lease. {"leave": true}
+// gives the lease up (the spoke stops). ?id= names the feed (the spoke's
+// Weft-Feed header), whose own changes do not wait for it.
 #include "protocols/hub/hub.hpp"
+#include "protocols/hub/leases.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -39,17 +47,46 @@ nlohmann::json change_json(const ns::Change& c) {
 }
 
 struct FeedState {
-  std::atomic<bool> closed{false};    // the spoke closed, or the connection failed
-  std::atomic<bool> watching{true};   // watch() still runs (and uses the WebSocket)
-  asio::steady_timer wake;
   explicit FeedState(asio::any_io_executor ex) : wake(std::move(ex)) {}
+  // All on the feed's strand (the HTTP session's), as is watch().
+  bool closed = false;    // the spoke closed, or the connection failed
+  bool watching = true;   // watch() still runs (and uses the WebSocket)
+  bool poked = false;     // something to send before the next poll
+  std::uint64_t ping = 0;  // the last renewal the spoke asked for
+  std::uint64_t sent = 0;  // the log position the feed has sent up to
+  asio::steady_timer wake;
+  void poke() {
+    poked = true;
+    wake.cancel();
+  }
 };
 
-// Reads (and drops) what the spoke sends, so its close and pings are seen.
-asio::awaitable<void> watch(std::shared_ptr<http::WebSocket> ws, std::shared_ptr<FeedState> state) {
-  std::string ignored;
-  while (!co_await ws->read(&ignored, 4096)) {
+// Reads what the spoke sends: its renewals and acknowledgements, its
+// leaving, its close (anything else is ignored).
+asio::awaitable<void> watch(std::shared_ptr<http::WebSocket> ws, std::shared_ptr<FeedState> state,
+                            std::shared_ptr<Leases> leases, std::shared_ptr<Leases::Holder> holder) {
+  std::string message;
+  bool given_up = false;
+  while (!co_await ws->read(&message, 4096)) {
+    auto j = nlohmann::json::parse(message, nullptr, false);
+    if (!j.is_object()) continue;
+    if (j.contains("leave")) {
+      given_up = true;
+      leases->leave(*holder, true);
+      continue;
+    }
+    auto applied = j.find("applied");
+    auto ping = j.find("ping");
+    if (given_up || applied == j.end() || ping == j.end() || !applied->is_number_unsigned() ||
+        !ping->is_number_unsigned())
+      continue;
+    // A spoke cannot have applied what it was not sent.
+    leases->renew(*holder, std::min(applied->get<std::uint64_t>(), state->sent));
+    state->ping = ping->get<std::uint64_t>();
+    state->poke();
   }
+  // A lease not given up lasts its term: the spoke may not know yet.
+  leases->leave(*holder, given_up);
   state->closed = true;
   state->watching = false;
   state->wake.cancel();
@@ -80,11 +117,22 @@ Reply feed(Request& r) {
   std::shared_ptr<http::WebSocket> ws(std::move(*accepted));
   auto executor = co_await asio::this_coro::executor;
   auto state = std::make_shared<FeedState>(executor);
-  asio::co_spawn(executor, watch(ws, state), asio::detached);
+  state->sent = cursor;
+  const std::string* id = r.c.query("id");
+  auto holder = r.hub.leases->join(id ? *id : std::string(), [executor, weak = std::weak_ptr<FeedState>(state)] {
+    asio::post(executor, [weak] {
+      if (auto s = weak.lock()) s->poke();
+    });
+  });
+  asio::co_spawn(executor, watch(ws, state, r.hub.leases, holder), asio::detached);
   auto last_sent = std::chrono::steady_clock::now();
   std::uint64_t messages = 0;
+  std::uint64_t renewed = 0;
   std::shared_ptr<const governance::Residency> rules = r.residency;
   while (!state->closed && !r.s.stopping.load()) {
+    // A renewal taken before the head is read: every change that returned
+    // without waiting for this spoke is at or below that head.
+    const std::uint64_t ping = state->ping;
     // The head first: the batch then reaches at least as far.
     auto head_op = r.s.ns.last_change();
     auto head = co_await std::move(head_op);
@@ -96,8 +144,14 @@ Reply feed(Request& r) {
     auto current = r.hub.policy.current();
     const bool reset = current != rules;
     rules = std::move(current);
-    if (reset || !batch->empty() || now - last_sent >= kHeartbeat) {
+    const bool renew = ping != renewed;
+    if (reset || !batch->empty() || renew || now - last_sent >= kHeartbeat) {
       nlohmann::json msg;
+      if (renew) {
+        msg["renewed"] = ping;
+        msg["lease_ms"] = kLease.count();
+        renewed = ping;
+      }
       if (reset) msg["reset"] = "residency";
       if (!batch->empty()) {
         nlohmann::json changes = nlohmann::json::array();
@@ -108,12 +162,14 @@ Reply feed(Request& r) {
       msg["last"] = cursor;
       msg["head"] = std::max(cursor, *head);
       const std::string text = msg.dump();
+      state->sent = cursor;
       if (co_await ws->send_text(text)) break;
       r.wire_bytes += text.size();
       ++messages;
       last_sent = now;
       if (batch->size() == kBatch) continue;  // more waiting: no pause
     }
+    if (std::exchange(state->poked, false)) continue;
     state->wake.expires_after(kPoll);
     co_await state->wake.async_wait(asio::as_tuple(asio::use_awaitable));
   }

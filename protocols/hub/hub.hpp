@@ -27,10 +27,14 @@ struct CallMetrics {
   metrics::Histogram* latency = nullptr;
 };
 
+class Leases;
+
 struct Hub {
-  Hub(governance::Policy& p, governance::SpokesSeen& s) : policy(p), spokes_seen(s) {}
+  Hub(governance::Policy& p, governance::SpokesSeen& s, std::shared_ptr<Leases> l)
+      : policy(p), spokes_seen(s), leases(std::move(l)) {}
   governance::Policy& policy;           // residency; a snapshot per request
   governance::SpokesSeen& spokes_seen;  // who called, for the operator
+  const std::shared_ptr<Leases> leases;  // the spokes' leases: the namespace's change barrier
   std::vector<CallMetrics> calls;  // one per route, in route order, then "unmatched"
   metrics::Counter* wire_out = nullptr;     // chunk bytes sent, as on the wire
   metrics::Counter* logical_out = nullptr;  // the same chunks uncompressed

@@ -1,6 +1,7 @@
 #include "protocols/hub/server.hpp"
 
 #include "protocols/hub/hub.hpp"
+#include "protocols/hub/leases.hpp"
 #include "protocols/rest/auth.hpp"
 
 #include "gateway/audit/log.hpp"
@@ -73,6 +74,7 @@ asio::awaitable<rest::Outcome> dispatch(Request& r, const Route*& route) {
   if (!region || region->empty())
     co_return rest::bad_request("the Weft-Region header (the spoke's region) is required");
   r.region = *region;
+  if (const std::string* feed = c.header("weft-feed")) c.ctx.change_origin = feed->substr(0, 64);
   co_return co_await route->handler(r);
 }
 
@@ -184,8 +186,11 @@ nlohmann::json attr_reply(const ns::Attr& a, std::uint64_t last_change) {
 }
 
 rest::Mount mount(const protocols::Services& services) {
-  auto hub = std::make_shared<Hub>(*services.residency, *services.spokes_seen);
   auto& m = services.metrics;
+  // One hub per namespace: its leases are the namespace's change barrier.
+  auto leases = Leases::create(services.io.get_executor(), m);
+  services.ns.set_change_barrier(leases);
+  auto hub = std::make_shared<Hub>(*services.residency, *services.spokes_seen, std::move(leases));
   hub->wire_out = &m.counter("weft_hub_sent_wire_bytes_total", "Chunk bytes a hub sent to spokes, as on the wire");
   hub->logical_out = &m.counter("weft_hub_sent_logical_bytes_total", "Chunk bytes a hub sent to spokes, uncompressed");
   hub->wire_in = &m.counter("weft_hub_received_wire_bytes_total", "Commit bytes a hub received from spokes, as on the wire");

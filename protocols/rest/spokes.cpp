@@ -23,6 +23,9 @@ nlohmann::json mount_json(const ns::SpokeMountStats& m) {
   feed["cursor"] = m.cursor;
   feed["hub_last_change"] = m.hub_last_change;
   feed["lag"] = m.lag();
+  feed["lease"] = m.lease;
+  feed["leased_calls"] = m.leased_calls;
+  feed["log_round_trips"] = m.log_round_trips;
   nlohmann::json transfer;
   transfer["requests"] = m.requests;
   transfer["wire_bytes_in"] = m.wire_bytes_in;

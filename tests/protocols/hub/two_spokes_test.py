@@ -16,6 +16,7 @@ import hashlib
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -27,7 +28,7 @@ import botocore.exceptions
 import paramiko
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hubsite import Site, Spoke, hub_put, rest, run_tests  # noqa: E402
+from hubsite import Site, Spoke, hub_put, rest, run_tests, spoke_mount  # noqa: E402
 from gateway import close_checked  # noqa: E402  (on the path hubsite sets)
 
 WEFT = None
@@ -305,6 +306,81 @@ class DeltaCommitTest(TwoSpokes):
         self.assertEqual(status, 200)
         self.assertEqual(hashlib.sha256(at_hub).digest(), hashlib.sha256(body).digest())
         self.assertEqual(hashlib.sha256(sftp_read(self.sftp2, "large.bin")).digest(), hashlib.sha256(body).digest())
+
+
+def hub_metric(hub, name):
+    import requests
+    for line in requests.get("http://%s/metrics" % hub.rest).text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.rpartition(" ")[2])
+    return 0.0
+
+
+class LeaseTest(TwoSpokes):
+    """Close-to-open without a round trip per open (backend/hub/PROTOCOL.md,
+    "Leases"): a change at the hub returns once every spoke holding a lease
+    has applied it, so a spoke serves opens from what its feed applied."""
+
+    def feed(self, spoke):
+        with rest(spoke) as s:
+            return spoke_mount(s, spoke)["feed"]
+
+    def s3_get(self, key):
+        return self.s3.get_object(Bucket="datasets", Key=key)["Body"].read()
+
+    def test_s3_gets_see_each_version_closed_before_them(self):
+        """Spoke 1 has the objects' metadata cached; each version the hub or
+        spoke 2 (SFTP) closes is what spoke 1's next GET returns, for a small
+        object (read whole) and a large one (streamed), under spoke 1's
+        lease: it asks the hub nothing (the feed alone takes tens of
+        milliseconds to bring a change)."""
+        wait_for(lambda: self.feed(self.spokes[0])["lease"], "spoke 1's lease")
+        sizes = {"lease/small.txt": 100, "lease/large.bin": 300 << 10}
+        for key, size in sizes.items():
+            hub_put(self.hub, DATASETS + key, b"0" * size)
+            self.assertEqual(self.s3_get(key), b"0" * size)
+        before = self.feed(self.spokes[0])
+        gets = 0
+        for i in range(1, 16):
+            for key, size in sizes.items():
+                body = os.urandom(size)
+                if i % 2:
+                    hub_put(self.hub, DATASETS + key, body)
+                else:
+                    with self.sftp2.open(MOUNT + key, "wb") as f:
+                        f.write(body)
+                self.assertEqual(self.s3_get(key), body, "%s, version %d" % (key, i))
+                gets += 1
+        after = self.feed(self.spokes[0])
+        self.assertTrue(after["lease"], after)
+        self.assertGreaterEqual(after["leased_calls"] - before["leased_calls"], gets)
+        # A lease lapses only on a stall of seconds (a loaded machine).
+        self.assertLess(after["log_round_trips"] - before["log_round_trips"], gets // 4, after)
+
+    def test_a_stopped_spoke_holds_changes_back_only_until_its_lease_ends(self):
+        """Spoke 1 stops (SIGSTOP) without giving its lease up: a change at
+        the hub waits for it until the lease ends (a few seconds, not for
+        ever), and once spoke 1 runs again its next GET, holding no lease,
+        asks the hub and reads the new version."""
+        key = "lease/stopped.txt"
+        wait_for(lambda: self.feed(self.spokes[0])["lease"], "spoke 1's lease")
+        hub_put(self.hub, DATASETS + key, b"before the stop\n")
+        self.assertEqual(self.s3_get(key), b"before the stop\n")
+        expiries = hub_metric(self.hub, "weft_hub_lease_expiries_total")
+        pid = self.spokes[0].proc.pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            began = time.monotonic()
+            hub_put(self.hub, DATASETS + key, b"while it was stopped\n")
+            waited = time.monotonic() - began
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        # The lease had 2 to 3 s left (renewed every second, for 3 s).
+        self.assertGreater(waited, 1.5)
+        self.assertLess(waited, 6)
+        self.assertGreater(hub_metric(self.hub, "weft_hub_lease_expiries_total"), expiries)
+        self.assertEqual(self.s3_get(key), b"while it was stopped\n")
+        wait_for(lambda: self.feed(self.spokes[0])["lease"], "spoke 1's lease again")
 
 
 def configure(args):
