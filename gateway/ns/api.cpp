@@ -96,6 +96,7 @@ Result<std::unique_ptr<Namespace>> Namespace::open(const Options& options) {
 }
 
 bool Namespace::created() const { return impl_->created; }
+bool Namespace::shared_store() const { return impl_->shared; }
 
 void Namespace::close() {
   if (!impl_ || impl_->closed.exchange(true)) return;

@@ -287,6 +287,9 @@ class Namespace {
 
   // True when this open found an empty data directory and created it.
   bool created() const;
+  // True when other nodes commit to this namespace's metadata store too
+  // (scale-out): changes made there do not pass this node's change barrier.
+  bool shared_store() const;
 
   // --- Exports and paths -------------------------------------------------
   // What `principal` may do in export `name` (Errc::not_found, Errc::access).

@@ -80,6 +80,7 @@ asio::awaitable<void> watch(std::shared_ptr<http::WebSocket> ws, std::shared_ptr
     if (given_up || applied == j.end() || ping == j.end() || !applied->is_number_unsigned() ||
         !ping->is_number_unsigned())
       continue;
+    if (!leases->granting()) continue;
     // A spoke cannot have applied what it was not sent.
     leases->renew(*holder, std::min(applied->get<std::uint64_t>(), state->sent));
     state->ping = ping->get<std::uint64_t>();

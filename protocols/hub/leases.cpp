@@ -21,15 +21,16 @@ struct Leases::Holder {
   bool left = false;             // under mu_
 };
 
-Leases::Leases(asio::any_io_executor executor, metrics::Registry& registry)
-    : strand_(asio::make_strand(std::move(executor))),
+Leases::Leases(asio::any_io_executor executor, metrics::Registry& registry, bool grant)
+    : grant_(grant),
+      strand_(asio::make_strand(std::move(executor))),
       wait_seconds_(&registry.histogram("weft_hub_change_wait_seconds",
                                         "How long changes at the hub waited for leaseholding spokes to apply them")),
       expired_(&registry.counter("weft_hub_lease_expiries_total",
                                  "Changes at the hub that returned when a spoke's lease ran out, not acknowledged")) {}
 
-std::shared_ptr<Leases> Leases::create(asio::any_io_executor executor, metrics::Registry& registry) {
-  std::shared_ptr<Leases> leases(new Leases(std::move(executor), registry));
+std::shared_ptr<Leases> Leases::create(asio::any_io_executor executor, metrics::Registry& registry, bool grant) {
+  std::shared_ptr<Leases> leases(new Leases(std::move(executor), registry, grant));
   std::weak_ptr<Leases> weak = leases;
   registry.gauge_fn("weft_hub_leases", "Spoke feeds holding a lease on the hub's change log", {}, [weak] {
     auto l = weak.lock();
@@ -94,15 +95,15 @@ void Leases::recheck() {
 
 asio::awaitable<void> Leases::wait(std::uint64_t seq, const ns::OpContext& ctx) {
   const auto began = Clock::now();
+  if (!holding_back(seq, ctx.change_origin, began)) co_return;
+  // The feeds send the change now rather than at their next poll (those
+  // that failed cannot: their leases are waited out).
   std::vector<std::function<void()>> wakes;
   {
     std::lock_guard lock(mu_);
     for (const auto& h : holders_)
-      if (!h->left && h->until > began && h->applied < seq && (ctx.change_origin.empty() || h->id != ctx.change_origin))
-        wakes.push_back(h->wake);
+      if (!h->left) wakes.push_back(h->wake);
   }
-  if (wakes.empty()) co_return;
-  // The feeds send the change now rather than at their next poll.
   for (const auto& wake : wakes) wake();
   // The wait runs on the strand, where renewals wake it: a renewal either
   // lands before a look at the holders or cancels the timer waited on next.

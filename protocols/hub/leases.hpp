@@ -44,7 +44,11 @@ class Leases final : public ns::ChangeBarrier, public std::enable_shared_from_th
   // Its metrics: weft_hub_leases (held now), weft_hub_change_wait_seconds
   // (how long changes waited for spokes), weft_hub_lease_expiries_total
   // (waits a lease running out ended).
-  static std::shared_ptr<Leases> create(boost::asio::any_io_executor executor, metrics::Registry& registry);
+  // `grant` false: renewals are refused (the feed answers none), so no
+  // spoke counts on a lease and no change waits.
+  static std::shared_ptr<Leases> create(boost::asio::any_io_executor executor, metrics::Registry& registry,
+                                        bool grant = true);
+  bool granting() const { return grant_; }
 
   // A feed that may hold a lease: `id` the spoke's Weft-Feed (empty: its
   // own changes wait for it too), `wake` makes it send what the log holds
@@ -62,13 +66,14 @@ class Leases final : public ns::ChangeBarrier, public std::enable_shared_from_th
 
  private:
   using Clock = std::chrono::steady_clock;
-  Leases(boost::asio::any_io_executor executor, metrics::Registry& registry);
+  Leases(boost::asio::any_io_executor executor, metrics::Registry& registry, bool grant);
   std::size_t held(Clock::time_point now) const;
   // When the first lease that holds `seq` back runs out (nullopt: none does).
   std::optional<Clock::time_point> holding_back(std::uint64_t seq, const std::string& origin, Clock::time_point now);
   // Wakes the waits to look again (on the strand).
   void recheck();
 
+  const bool grant_;
   boost::asio::strand<boost::asio::any_io_executor> strand_;
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<Holder>> holders_;  // under mu_; those that left stay until their lease ends

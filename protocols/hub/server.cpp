@@ -188,8 +188,10 @@ nlohmann::json attr_reply(const ns::Attr& a, std::uint64_t last_change) {
 rest::Mount mount(const protocols::Services& services) {
   auto& m = services.metrics;
   // One hub per namespace: its leases are the namespace's change barrier.
-  auto leases = Leases::create(services.io.get_executor(), m);
-  services.ns.set_change_barrier(leases);
+  // With several nodes on one store, changes made at another node would not
+  // wait for this node's spokes: no leases then (spokes ask before opens).
+  auto leases = Leases::create(services.io.get_executor(), m, !services.ns.shared_store());
+  if (leases->granting()) services.ns.set_change_barrier(leases);
   auto hub = std::make_shared<Hub>(*services.residency, *services.spokes_seen, std::move(leases));
   hub->wire_out = &m.counter("weft_hub_sent_wire_bytes_total", "Chunk bytes a hub sent to spokes, as on the wire");
   hub->logical_out = &m.counter("weft_hub_sent_logical_bytes_total", "Chunk bytes a hub sent to spokes, uncompressed");

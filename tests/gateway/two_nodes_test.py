@@ -11,6 +11,9 @@ directory, as two nodes behind a load balancer would be.
   - one file written over SFTP at A and at B from the same version: the
     first close wins, the second client's close fails with an error, and
     both nodes serve the winner's bytes;
+  - a spoke mounting the bucket from node A reads at once what B closes:
+    A grants no lease on its change log (changes at B would not wait for
+    A's spokes), so the spoke asks A where its log stands before it answers;
   - node A killed with SIGKILL in the middle of an upload: B serves every
     object A acknowledged, byte for byte, and not the cut-off upload; A,
     started again, joins with the same view;
@@ -42,9 +45,11 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "support"))
 sys.path.insert(0, str(HERE.parent / "protocols" / "rest"))
 sys.path.insert(0, str(HERE.parent / "backend" / "connectors"))
+sys.path.insert(0, str(HERE.parent / "protocols" / "hub"))
 
 from connectors_test import WeftSite, skip  # noqa: E402
 from gateway import Gateway, close_checked  # noqa: E402
+from hubsite import Spoke, rest, spoke_mount  # noqa: E402
 from postgres_server import PostgresServer, Unavailable, free_port  # noqa: E402
 
 BUCKET = "train"
@@ -136,6 +141,30 @@ def check_one_wins(a, b):
             t.close()
     print("ok: one file written over SFTP at A and at B from the same version: A's close won, "
           "B's client was told (%s); both nodes serve A's bytes" % message, flush=True)
+
+
+def check_spoke(a, b, weft):
+    spoke = Spoke(weft, a, a.url, protocols=("rest", "s3"), local="/mirror", remote="data/" + BUCKET)
+    try:
+        s3, s3_b = spoke.s3(), b.s3()
+        key = "spoke/versions.txt"
+        for i in range(5):
+            data = b"version %d\n" % i
+            s3_b.put_object(Bucket=BUCKET, Key=key, Body=data)
+            got = s3.get_object(Bucket="mirror", Key=key)["Body"].read()
+            assert got == data, (i, got)
+        with rest(spoke) as session:
+            feed = spoke_mount(session, spoke)["feed"]
+        assert not feed["lease"] and feed["leased_calls"] == 0, feed
+        assert feed["log_round_trips"] >= 5, feed
+        s3.close()
+        s3_b.close()
+    except BaseException:
+        print(spoke.log()[-4000:], file=sys.stderr)
+        raise
+    finally:
+        assert spoke.stop() == 0
+    print("ok: a spoke of node A reads each version B closed, asking A where its log stands (no lease)", flush=True)
 
 
 def metric(node, name):
@@ -374,6 +403,7 @@ def main():
         nodes.append(b)
         check_read_at_once(a, b)
         check_one_wins(a, b)
+        check_spoke(a, b, args.weft)
         acknowledged = check_kill_mid_write(a, b)
         check_metadata_outage(a, b, pg, acknowledged)
         check_local_copies(a, args.weft, config)
