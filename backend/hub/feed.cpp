@@ -99,7 +99,6 @@ struct Feed::Impl : std::enable_shared_from_this<Impl> {
   // ends; on stop, gives the lease up and closes the connection.
   template <class WebSocket>
   asio::awaitable<void> renew(WebSocket& ws) {
-    renewing = true;
     ws.text(true);
     while (!session_over) {
       if (stopping) {
@@ -176,6 +175,7 @@ struct Feed::Impl : std::enable_shared_from_this<Impl> {
     session_over = false;
     asked.clear();
     set_state(true, nullptr);
+    renewing = true;  // before it starts: the session waits for it to end
     asio::co_spawn(strand, renew(ws), asio::detached);
     beast::flat_buffer buffer;
     Error why;
