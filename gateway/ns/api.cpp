@@ -26,7 +26,7 @@ Result<T> observed(Namespace::Impl& im, Op op, const OpContext* ctx, F&& fn) {
     if (im.closed.load()) return Errc::unavailable;
     // Reads and writes through a handle use no cached metadata.
     if (im.shared && op != Op::read && op != Op::write)
-      im.follow_log(ctx && ctx->arrived != std::chrono::steady_clock::time_point{} ? ctx->arrived : start);
+      im.follow_log(ctx ? ctx->arrived_or(start) : start);
     return fn();
   }();
   if (auto s = im.sync_owed(); !s && r) r = s.error();

@@ -703,8 +703,7 @@ Task<Attr> Spokes::getattr(const OpContext& ctx, Ino ino) {
   co_await std::move(lost);
   // Every path and handle call starts here: close-to-open for all of them.
   if (!w->mount->client->poll_interval()) {
-    const auto now = std::chrono::steady_clock::now();
-    auto follow = follow_hub(*w->mount, ctx.arrived != std::chrono::steady_clock::time_point{} ? ctx.arrived : now);
+    auto follow = follow_hub(*w->mount, ctx.arrived_or(std::chrono::steady_clock::now()));
     co_await std::move(follow);
   }
   auto op = hub_attr(*w->mount, ino, w->shadow);

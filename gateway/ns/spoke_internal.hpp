@@ -174,6 +174,12 @@ struct Spokes::Mount {
   // its source's root, "").
   std::string hub_path(std::string_view rel) const { return rel.empty() ? spec.remote : spoke_detail::join(spec.remote, rel); }
   bool connected() const { return feed && feed->connected(); }  // with mu held
+  // With mu held: the feed holds a lease on the hub's log and has applied
+  // what it covers, so what is cached here is as current as the hub.
+  bool leased() const {
+    auto to = feed ? feed->leased_to() : std::nullopt;
+    return to && feed_seen >= *to;
+  }
   // With mu held: whether cached metadata may answer.
   bool cache_usable() const { return connected() || !spec.strict; }
   // With mu held: Errc::unavailable when a strict mount must not ask the hub.

@@ -61,7 +61,7 @@ SpokeMountStats mount_stats(State& st, Mount& m) {
     if (m.feed) {
       s.cursor = m.feed->cursor();
       s.hub_last_change = m.feed->head();
-      s.lease = m.feed->leased_to().has_value();
+      s.lease = m.leased();
     }
   }
   s.leased_calls = m.leased_calls;

@@ -460,7 +460,7 @@ asio::awaitable<void> follow_hub(Mount& m, std::chrono::steady_clock::time_point
   {
     std::lock_guard lock(m.mu);
     if (m.stopped || !m.connected()) co_return;  // no feed to wait for
-    if (auto to = m.feed->leased_to(); to && m.feed_seen >= *to) {
+    if (m.leased()) {
       m.leased_calls++;
       co_return;
     }

@@ -88,6 +88,10 @@ struct OpContext {
   // several nodes, a call sees every change committed anywhere before it,
   // and the calls of one request share the one look at the change log.
   std::chrono::steady_clock::time_point arrived{};
+  // `arrived`, or `now` where it is unset: what a call must see changes from.
+  std::chrono::steady_clock::time_point arrived_or(std::chrono::steady_clock::time_point now) const {
+    return arrived != std::chrono::steady_clock::time_point{} ? arrived : now;
+  }
   // At a hub: the change feed of the spoke making this change (its
   // Weft-Feed), which learns the change from the reply, so the change
   // barrier (Namespace::set_change_barrier) does not wait for it.
