@@ -145,9 +145,20 @@ awaitable<void> Connection::run() {
       auto next = reader.next(record);
       if (next == RecordReader::Next::need_more) break;
       if (next == RecordReader::Next::too_large) {
-        spdlog::warn("nfs: {} sent a record over {} bytes; closing the connection", remote, opt.max_record);
-        close();
-        break;
+        // Its bytes were dropped as they came. A call is told GARBAGE_ARGS,
+        // so that its client fails that call rather than resending it on a
+        // new connection forever; the connection serves on.
+        spdlog::warn("nfs: {} sent a record over {} bytes; answered GARBAGE_ARGS", remote, opt.max_record);
+        XdrReader head(record);
+        const std::uint32_t xid = head.u32(), type = head.u32();
+        if (head.ok() && type == rpc::kCall) {
+          Reply reply;
+          begin_reply(reply.head, xid, rpc::Accept::garbage_args);
+          finish_record(reply);
+          ++in_flight;
+          finish_call(std::move(reply));
+        }
+        continue;
       }
       while (in_flight >= opt.max_in_flight && !closed) {
         slot.expires_at(Clock::time_point::max());

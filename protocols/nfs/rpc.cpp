@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace weft::nfs {
 
@@ -13,7 +14,7 @@ constexpr std::size_t kMaxGids = 16;
 }  // namespace
 
 std::span<std::uint8_t> RecordReader::space() {
-  direct_ = in_fragment_ && fragment_left_ > 0 && start_ == end_;
+  direct_ = !dropping_ && in_fragment_ && fragment_left_ > 0 && start_ == end_;
   if (direct_) return {rec_.data() + rec_filled_, fragment_left_};
   if (start_ == end_) {
     start_ = end_ = 0;
@@ -40,18 +41,24 @@ RecordReader::Next RecordReader::next(std::vector<std::uint8_t>& out) {
   for (;;) {
     if (in_fragment_) {
       std::size_t take = std::min(fragment_left_, end_ - start_);
-      std::memcpy(rec_.data() + rec_filled_, buf_.data() + start_, take);
+      if (dropping_) {
+        const std::size_t keep = std::min(take, kOversizedHead - std::min(kOversizedHead, rec_.size()));
+        rec_.insert(rec_.end(), buf_.data() + start_, buf_.data() + start_ + keep);
+      } else {
+        std::memcpy(rec_.data() + rec_filled_, buf_.data() + start_, take);
+        rec_filled_ += take;
+      }
       start_ += take;
-      rec_filled_ += take;
       fragment_left_ -= take;
       if (fragment_left_ > 0) return Next::need_more;
       in_fragment_ = false;
       if (last_fragment_) {
-        rec_.resize(rec_filled_);
+        if (!dropping_) rec_.resize(rec_filled_);
         out = std::move(rec_);
         rec_ = {};
         rec_filled_ = 0;
-        return Next::record;
+        const bool dropped = std::exchange(dropping_, false);
+        return dropped ? Next::too_large : Next::record;
       }
       continue;
     }
@@ -61,8 +68,11 @@ RecordReader::Next RecordReader::next(std::vector<std::uint8_t>& out) {
     start_ += 4;
     last_fragment_ = (mark & 0x80000000u) != 0;
     fragment_left_ = mark & 0x7fffffffu;
-    if (rec_filled_ + fragment_left_ > max_record_) return Next::too_large;
-    rec_.resize(rec_filled_ + fragment_left_);
+    if (!dropping_ && rec_filled_ + fragment_left_ > max_record_) {
+      dropping_ = true;
+      rec_.resize(std::min(rec_filled_, kOversizedHead));
+    }
+    if (!dropping_) rec_.resize(rec_filled_ + fragment_left_);
     in_fragment_ = true;
   }
 }

@@ -45,23 +45,27 @@ inline constexpr std::uint32_t kMountProgram = 100005;
 
 // Collects the bytes of a TCP stream into RPC records (RFC 5531 section 11:
 // fragments of up to 2^31-1 bytes, the last one flagged). A record larger
-// than the limit is refused before its bytes are buffered.
+// than the limit is never buffered: its bytes are read and dropped, all but
+// its first kOversizedHead, which next() hands out with Next::too_large once
+// the record has passed, so that the caller can answer the call in it.
 class RecordReader {
  public:
   explicit RecordReader(std::size_t max_record) : max_record_(max_record) {}
 
   enum class Next { need_more, record, too_large };
+  static constexpr std::size_t kOversizedHead = 8;  // xid and message type
 
   // Where the next bytes received should go (never empty). While a large
   // fragment is being received this is the record itself: no copy.
   std::span<std::uint8_t> space();
   // `n` bytes were written at space().
   void received(std::size_t n);
-  // Takes the next complete record into `out` when there is one.
+  // Takes the next complete record into `out` when there is one (with
+  // too_large: the first bytes of a record over the limit).
   Next next(std::vector<std::uint8_t>& out);
   // True while part of a record has arrived (a read timeout then means a
   // stalled client, not an idle one).
-  bool partial() const { return in_fragment_ || rec_filled_ > 0 || end_ > start_; }
+  bool partial() const { return in_fragment_ || dropping_ || rec_filled_ > 0 || end_ > start_; }
 
  private:
   std::size_t max_record_;
@@ -73,6 +77,7 @@ class RecordReader {
   bool in_fragment_ = false;
   bool last_fragment_ = false;
   bool direct_ = false;  // space() handed out the record's own memory
+  bool dropping_ = false;  // the record is over the limit: rec_ keeps only its head
 };
 
 struct OpaqueAuth {

@@ -23,9 +23,10 @@ std::string mark(std::uint32_t len, bool last) {
   return out;
 }
 
-// Feeds `stream` to a reader in pieces of `step` bytes; collects records.
+// Feeds `stream` to a reader in pieces of `step` bytes; collects records,
+// and the heads of records over the limit into `too_large`.
 std::vector<std::vector<std::uint8_t>> feed(RecordReader& r, const std::string& stream, std::size_t step,
-                                            bool* too_large = nullptr) {
+                                            std::vector<std::vector<std::uint8_t>>* too_large = nullptr) {
   std::vector<std::vector<std::uint8_t>> out;
   std::size_t at = 0;
   while (at < stream.size()) {
@@ -39,8 +40,9 @@ std::vector<std::vector<std::uint8_t>> feed(RecordReader& r, const std::string& 
       auto next = r.next(rec);
       if (next == RecordReader::Next::need_more) break;
       if (next == RecordReader::Next::too_large) {
-        if (too_large) *too_large = true;
-        return out;
+        REQUIRE(too_large);
+        too_large->push_back(std::move(rec));
+        continue;
       }
       out.push_back(std::move(rec));
     }
@@ -97,16 +99,34 @@ TEST_CASE("record marking: a large fragment goes straight into the record") {
   CHECK(std::string(recs[0].begin(), recs[0].end()) == payload);
 }
 
-TEST_CASE("record marking: a record over the limit is refused from its header") {
-  RecordReader r(1000);
-  bool too_large = false;
-  auto recs = feed(r, mark(600, false) + std::string(600, 'a') + mark(600, true), 100, &too_large);
-  CHECK(recs.empty());
-  CHECK(too_large);
+TEST_CASE("record marking: a record over the limit is dropped as it comes, its head kept, the next one read") {
+  const std::string head("\x01\x02\x03\x04\0\0\0\0", 8);
+  const std::string stream = mark(6, false) + head.substr(0, 6) + mark(600, false) + head.substr(6) + std::string(598, 'a') +
+                             mark(600, true) + std::string(600, 'b') + mark(5, true) + "fghij";
+  for (std::size_t step : {1u, 3u, 100u, 5000u}) {
+    RecordReader r(1000);
+    std::vector<std::vector<std::uint8_t>> dropped;
+    auto recs = feed(r, stream, step, &dropped);
+    REQUIRE(dropped.size() == 1);
+    CHECK(dropped[0] == bytes(head));
+    REQUIRE(recs.size() == 1);
+    CHECK(recs[0] == bytes("fghij"));
+    CHECK(!r.partial());
+  }
+  // Over the limit from its first mark: never buffered, still dropped in full.
   RecordReader r2(1000);
-  too_large = false;
-  feed(r2, mark(0x7fffffff, true), 4, &too_large);
-  CHECK(too_large);
+  std::vector<std::vector<std::uint8_t>> dropped;
+  std::string big(3 << 20, 'x');
+  auto recs = feed(r2, mark(static_cast<std::uint32_t>(big.size()), true) + big + mark(2, true) + "ok", 65536, &dropped);
+  REQUIRE(dropped.size() == 1);
+  CHECK(dropped[0] == bytes("xxxxxxxx"));
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0] == bytes("ok"));
+  RecordReader r3(1000);
+  dropped.clear();
+  feed(r3, mark(0x7fffffff, true) + "abc", 4, &dropped);
+  CHECK(dropped.empty());
+  CHECK(r3.partial());
 }
 
 TEST_CASE("RPC call header and AUTH_SYS") {

@@ -379,11 +379,20 @@ class BadInputTest(NfsCase):
         c.send(struct.pack(">I", 0x80000000 | 1000) + b"only part of it")
         c.close()
 
-    def test_oversized_record_closes_only_that_connection(self):
+    def test_oversized_record_answered_garbage_args(self):
         other = Conn(self.port)
         c = Conn(self.port)
-        c.send(struct.pack(">I", 0x80000000 | (64 << 20)) + b"x" * 1000)
-        self.assertIsNone(c.reply())
+        # A 64 MiB WRITE call: over the limit, read and dropped; the call is
+        # told GARBAGE_ARGS and the connection serves the next call.
+        header = call(29, NFS_PROG, 3, 7)
+        c.send(struct.pack(">I", 0x80000000 | (64 << 20)) + header)
+        left = (64 << 20) - len(header)
+        while left:
+            c.send(b"x" * min(left, 1 << 20))
+            left -= min(left, 1 << 20)
+        self.assertEqual(accepted(c.reply())[:2], (29, 4))
+        c.send(record(call(31, NFS_PROG, 3, 0)))
+        self.assertEqual(accepted(c.reply())[:2], (31, 0))
         c.close()
         other.send(record(call(30, NFS_PROG, 3, 0)))
         self.assertEqual(accepted(other.reply())[:2], (30, 0))
