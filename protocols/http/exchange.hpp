@@ -9,8 +9,11 @@
 //    then closed after the response, since the unread rest cannot be skipped
 //    cheaply.
 //  - A response is either send() (head and a body held in memory, one write)
-//    or send_head() followed by send_body() pieces that add up to exactly
-//    content_length (none for HEAD requests, 204 and 304). A response that
+//    or send_head() followed by send_body() and send_file() pieces that add
+//    up to exactly content_length (none for HEAD requests, 204 and 304).
+//    send_file() sends bytes of a file that does not change while it runs
+//    (a sealed data file) with sendfile(), never copying them through our
+//    memory; over TLS they are read and encrypted in pieces. A response that
 //    ends short closes the connection, so the client never waits for bytes
 //    that will not come.
 //  - Errors are values: a failed read or write returns its error_code and
@@ -107,6 +110,9 @@ class Exchange {
   virtual boost::asio::awaitable<boost::system::error_code> send_head(const ResponseHead& head) = 0;
   virtual boost::asio::awaitable<boost::system::error_code> send_body(
       std::span<const std::byte> data) = 0;
+  // `length` bytes of `fd` from `offset`; eof when the file ends before.
+  virtual boost::asio::awaitable<boost::system::error_code> send_file(int fd, std::uint64_t offset,
+                                                                      std::uint64_t length) = 0;
   virtual bool head_sent() const = 0;
   // Closes the connection after this response (e.g. after a protocol error
   // that leaves the request stream in an unknown state).

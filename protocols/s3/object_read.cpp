@@ -23,6 +23,9 @@ namespace {
 // Objects up to this size go out in one write, head and body together.
 constexpr std::size_t kSmallObject = 64 * 1024;
 constexpr std::size_t kBlock = 1 << 20;
+// A slice of a data file sent per check that the object is still the
+// version the response announced (a version closed meanwhile ends it short).
+constexpr std::size_t kSlice = 64 << 20;
 
 constexpr std::pair<std::string_view, std::string_view> kOverrides[] = {
     {"response-content-type", "Content-Type"},
@@ -181,15 +184,32 @@ asio::awaitable<Outcome> stream(Service& s, Request& r, const Target& t, Plan& p
     co_await s.ns.release(r.ctx, *h);
     co_return std::nullopt;
   }
-  auto buf = std::make_unique_for_overwrite<std::byte[]>(kBlock);
+  std::unique_ptr<std::byte[]> buf;
   std::uint64_t offset = p.offset, left = p.length;
   while (left > 0) {
-    std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, kBlock));
-    auto n = co_await s.ns.read(r.ctx, *h, offset, std::span<std::byte>(buf.get(), want));
+    // Content in a sealed data file goes out from there with sendfile();
+    // other content (a file being written, a spoke's) is copied in blocks.
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(left, buf ? kBlock : kSlice));
+    ns::FileSlice slice;
+    ns::Result<std::size_t> n = ns::make_error_code(ns::Errc::not_supported);
+    if (!buf) {
+      auto got = co_await s.ns.read_slice(r.ctx, *h, offset, want);
+      if (got) {
+        n = got->length();
+        slice = std::move(*got);
+      } else if (got.error() == ns::make_error_code(ns::Errc::not_supported)) {
+        buf = std::make_unique_for_overwrite<std::byte[]>(kBlock);
+        continue;
+      }
+    } else {
+      n = co_await s.ns.read(r.ctx, *h, offset, std::span<std::byte>(buf.get(), want));
+    }
     if (!n || *n == 0) break;
     auto now = co_await s.ns.getattr(r.ctx, t.attr.ino);
     if (!now || !same_content(*now, t.attr)) break;
-    if (co_await r.ex.send_body(std::span<const std::byte>(buf.get(), *n))) break;
+    auto sent = slice.fd() >= 0 ? co_await r.ex.send_file(slice.fd(), slice.offset(), *n)
+                                : co_await r.ex.send_body(std::span<const std::byte>(buf.get(), *n));
+    if (sent) break;
     r.bytes_out += *n;
     offset += *n;
     left -= *n;
