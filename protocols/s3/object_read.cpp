@@ -207,8 +207,14 @@ asio::awaitable<Outcome> stream(Service& s, Request& r, const Target& t, Plan& p
     if (!n || *n == 0) break;
     auto now = co_await s.ns.getattr(r.ctx, t.attr.ino);
     if (!now || !same_content(*now, t.attr)) break;
-    auto sent = slice.fd() >= 0 ? co_await r.ex.send_file(slice.fd(), slice.offset(), *n)
-                                : co_await r.ex.send_body(std::span<const std::byte>(buf.get(), *n));
+    boost::system::error_code sent;
+    if (slice.fd() >= 0) {
+      auto op = r.ex.send_file(slice.fd(), slice.offset(), *n);
+      sent = co_await std::move(op);
+    } else {
+      auto op = r.ex.send_body(std::span<const std::byte>(buf.get(), *n));
+      sent = co_await std::move(op);
+    }
     if (sent) break;
     r.bytes_out += *n;
     offset += *n;
