@@ -33,7 +33,8 @@ sys.path.insert(0, str(HERE.parent / "protocols" / "hub"))
 sys.path.insert(0, str(HERE.parent.parent / "clients" / "python"))
 from hubsite import (Site, Spoke, fetched_ahead, hub_put, rest, run_tests, sampler_fetched_bytes,  # noqa: E402
                      sampler_order, spoke_mount)
-from weft_data import S3Dataset, S3Error, WeftSampler, load_checkpoint, save_checkpoint  # noqa: E402
+from weft_data import (CheckpointSaver, S3Dataset, S3Error, WeftSampler, load_checkpoint,  # noqa: E402
+                       save_checkpoint)
 import weft_data._s3  # noqa: E402
 from weft_data._torch import torch  # noqa: E402
 
@@ -286,6 +287,25 @@ class SpokeTest(unittest.TestCase):
             for key, body in (("step-100", big), ("step-200", huge)):
                 r = s.get(self.hub.url + "/api/v1/files/" + DATASETS + "checkpoints/run/" + key)
                 self.assertEqual((r.status_code, r.content == body), (200, True))
+
+    def test_checkpoints_saved_in_the_background(self):
+        first, second = os.urandom(6 << 20), bytearray(os.urandom(1 << 20))
+        with CheckpointSaver(**self.s3) as saver:
+            done = saver.save(first, BUCKET, "checkpoints/bg/first")
+            # A buffer the caller changes once save() returns: what was there then is saved.
+            later = saver.save(second, BUCKET, "checkpoints/bg/second")
+            self.assertTrue(done.done())  # the second save waited for the first
+            expected = bytes(second)
+            second[:4] = b"XXXX"
+        self.assertEqual((done.result(), later.result()), (len(first), len(expected)))
+        self.assertEqual(load_checkpoint(BUCKET, "checkpoints/bg/first", raw=True, **self.s3), first)
+        self.assertEqual(load_checkpoint(BUCKET, "checkpoints/bg/second", raw=True, **self.s3), expected)
+        # A failed save is raised by the next save(), and by close() when it is the last.
+        saver = CheckpointSaver(**self.s3)
+        saver.save(b"lost", "no-such-bucket", "checkpoints/bg/lost")
+        self.assert_s3_error(lambda: saver.save(b"x", BUCKET, "checkpoints/bg/next"), "NoSuchBucket")
+        saver.save(b"lost", "no-such-bucket", "checkpoints/bg/lost")
+        self.assert_s3_error(saver.close, "NoSuchBucket")
 
     @NEEDS_TORCH
     def test_torch_checkpoints_and_data_loader(self):
