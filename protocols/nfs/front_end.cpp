@@ -101,6 +101,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
   awaitable<void> watchdog();
   void start_call(std::vector<std::uint8_t> record);
   void finish_call(Reply reply);
+  void queue_reply(Reply reply);
   void write_next();
   void send_file();
   void finish_if_stopped() {
@@ -145,20 +146,11 @@ awaitable<void> Connection::run() {
       auto next = reader.next(record);
       if (next == RecordReader::Next::need_more) break;
       if (next == RecordReader::Next::too_large) {
-        // Its bytes were dropped as they came. A call is told GARBAGE_ARGS,
-        // so that its client fails that call rather than resending it on a
-        // new connection forever; the connection serves on.
         spdlog::warn("nfs: {} sent a record over {} bytes; answered GARBAGE_ARGS", remote, opt.max_record);
-        XdrReader head(record);
-        const std::uint32_t xid = head.u32(), type = head.u32();
-        if (head.ok() && type == rpc::kCall) {
-          Reply reply;
-          begin_reply(reply.head, xid, rpc::Accept::garbage_args);
-          finish_record(reply);
-          ++in_flight;
-          finish_call(std::move(reply));
-        }
-        continue;
+        Reply reply;
+        server->service->oversized(record, reply);
+        queue_reply(std::move(reply));
+        continue;  // the connection serves on
       }
       while (in_flight >= opt.max_in_flight && !closed) {
         slot.expires_at(Clock::time_point::max());
@@ -203,6 +195,11 @@ void Connection::start_call(std::vector<std::uint8_t> record) {
 void Connection::finish_call(Reply reply) {
   --in_flight;
   slot.cancel();
+  queue_reply(std::move(reply));
+}
+
+// Sends `reply` after those before it (none when its head is empty).
+void Connection::queue_reply(Reply reply) {
   if (!reply.head.empty() && !closed) {
     replies.push_back(std::move(reply));
     if (!writing) write_next();

@@ -167,6 +167,15 @@ awaitable<void> Service::handle(std::vector<std::uint8_t> record, std::string cl
   finish_record(reply);
 }
 
+void Service::oversized(std::span<const std::uint8_t> head, Reply& reply) {
+  rpc_errors_->inc();
+  XdrReader in(head);
+  const std::uint32_t xid = in.u32(), type = in.u32();
+  if (!in.ok() || type != rpc::kCall) return;
+  begin_reply(reply.head, xid, rpc::Accept::garbage_args);
+  finish_record(reply);
+}
+
 awaitable<void> Service::dispatch_nfs(const CallHeader& h, XdrReader& in, ns::OpContext ctx, Reply& reply) {
   std::string& out = reply.head;
   if (h.proc >= kProcs3) {

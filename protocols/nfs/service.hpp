@@ -64,6 +64,10 @@ class Service {
   // its record mark) is left in `out`, or `out.head` stays empty when the
   // record deserves none.
   boost::asio::awaitable<void> handle(std::vector<std::uint8_t> record, std::string client, Reply& out);
+  // The same for a record over options().max_record, dropped as it came
+  // (RecordReader): `head` is its start. A call is answered GARBAGE_ARGS,
+  // so that its client fails that call rather than resending it forever.
+  void oversized(std::span<const std::uint8_t> head, Reply& out);
 
   void set_port(std::uint16_t port) { port_ = port; }
   OpenFiles& open_files() { return open_files_; }

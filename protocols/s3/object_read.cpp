@@ -141,8 +141,9 @@ Found<Plan> plan(const Request& r, const Target& t) {
 
 // Streams [offset, offset + length) of the file. The namespace lets a
 // handle see a version that replaced the file while it was open, so the
-// version is checked after every block: a GET never mixes two versions, it
-// ends short instead (the connection closes and the client retries).
+// version is checked after every block or slice: a GET never mixes two
+// versions, it ends short instead (the connection closes and the client
+// retries).
 asio::awaitable<Outcome> stream(Service& s, Request& r, const Target& t, Plan& p) {
   auto headers = r.base_headers();
   headers.insert(headers.end(), std::make_move_iterator(p.headers.begin()), std::make_move_iterator(p.headers.end()));
@@ -191,15 +192,18 @@ asio::awaitable<Outcome> stream(Service& s, Request& r, const Target& t, Plan& p
     // other content (a file being written, a spoke's) is copied in blocks.
     const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(left, buf ? kBlock : kSlice));
     ns::FileSlice slice;
-    ns::Result<std::size_t> n = ns::make_error_code(ns::Errc::not_supported);
+    ns::Result<std::size_t> n = std::size_t{0};
     if (!buf) {
       auto got = co_await s.ns.read_slice(r.ctx, *h, offset, want);
-      if (got) {
-        n = got->length();
-        slice = std::move(*got);
-      } else if (got.error() == ns::make_error_code(ns::Errc::not_supported)) {
+      if (!got && got.error() == ns::make_error_code(ns::Errc::not_supported)) {
         buf = std::make_unique_for_overwrite<std::byte[]>(kBlock);
         continue;
+      }
+      if (got) {
+        slice = std::move(*got);
+        n = slice.length();
+      } else {
+        n = got.error();
       }
     } else {
       n = co_await s.ns.read(r.ctx, *h, offset, std::span<std::byte>(buf.get(), want));
