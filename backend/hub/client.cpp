@@ -503,11 +503,12 @@ asio::awaitable<Result<std::uint64_t>> Client::report_cache(std::string summary)
 asio::awaitable<Result<Attr>> Client::commit(std::string path, std::uint64_t base_ino, std::uint64_t base_version,
                                              std::uint32_t mode, const std::vector<CommitChunk>& chunks) {
   std::string body;
+  wire::FrameWriter frames(body);
   for (const auto& c : chunks) {
     if (c.bytes.empty() && c.length > 0) {
-      wire::append_reference(body, c.digest, c.length);
+      frames.reference(c.digest, c.length);
     } else {
-      wire::append_data(body, c.digest, std::as_bytes(std::span(c.bytes.data(), c.bytes.size())));
+      frames.data(c.digest, std::as_bytes(std::span(c.bytes.data(), c.bytes.size())));
     }
   }
   const std::string query = "path=" + text::uri_encode(path, false) + "&base_ino=" + std::to_string(base_ino) +

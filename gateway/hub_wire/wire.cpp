@@ -7,7 +7,6 @@
 #include <zstd.h>
 
 #include <cstring>
-#include <vector>
 
 namespace weft::hub::wire {
 namespace {
@@ -30,17 +29,9 @@ void put_head(std::string& out, Kind kind, const Digest& digest, std::uint32_t l
   put_be32(out, length);
 }
 
-// A compression context and output buffer per thread, reused: making and
-// clearing them for every chunk cost more than compressing one that turns
-// out incompressible.
-struct Compressor {
-  Compressor() : ctx(ZSTD_createCCtx()) {}
-  ~Compressor() { ZSTD_freeCCtx(ctx); }
-  Compressor(const Compressor&) = delete;
-  Compressor& operator=(const Compressor&) = delete;
-  ZSTD_CCtx* ctx;
-  std::vector<char> out;
-};
+// The window of a body's zstd stream: a reader allocates at most this much
+// whatever a sender declares, and 16 samples of 128 KiB fit in it.
+constexpr int kWindowLog = 21;
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -87,34 +78,77 @@ std::string_view message(Error e) {
   return "a bad chunk frame";
 }
 
-std::size_t append_data(std::string& out, const Digest& digest, std::span<const std::byte> chunk,
-                        int level) {
-  const std::size_t at = out.size();
-  put_head(out, Kind::data, digest, static_cast<std::uint32_t>(chunk.size()));
-  out.push_back(static_cast<char>(Codec::zstd));
-  put_be32(out, 0);  // the payload length, set below
-  thread_local Compressor zstd;
-  if (zstd.out.size() < ZSTD_compressBound(chunk.size())) zstd.out.resize(ZSTD_compressBound(chunk.size()));
-  std::size_t n = zstd.ctx ? ZSTD_compressCCtx(zstd.ctx, zstd.out.data(), zstd.out.size(), chunk.data(), chunk.size(), level)
-                           : ZSTD_compress(zstd.out.data(), zstd.out.size(), chunk.data(), chunk.size(), level);
-  // Incompressible (or a zstd failure, which the raw form does not need):
-  // send the bytes as they are rather than pay decompression for nothing.
-  if (ZSTD_isError(n) || n + chunk.size() / 32 >= chunk.size()) {
-    out[at + kHead] = static_cast<char>(Codec::raw);
-    out.append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
-    n = chunk.size();
-  } else {
-    out.append(zstd.out.data(), n);
+struct FrameWriter::Stream {
+  explicit Stream(int level) {
+    if (ctx && (ZSTD_isError(ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, level)) ||
+                ZSTD_isError(ZSTD_CCtx_setParameter(ctx, ZSTD_c_windowLog, kWindowLog)))) {
+      ZSTD_freeCCtx(ctx);
+      ctx = nullptr;
+    }
   }
-  std::string len;
-  put_be32(len, static_cast<std::uint32_t>(n));
-  std::memcpy(out.data() + at + kHead + 1, len.data(), 4);
-  return n;
+  ~Stream() { ZSTD_freeCCtx(ctx); }
+  ZSTD_CCtx* ctx = ZSTD_createCCtx();
+};
+
+FrameWriter::FrameWriter(std::string& out, int level) : out_(out), stream_(std::make_unique<Stream>(level)) {}
+
+FrameWriter::~FrameWriter() = default;
+
+std::size_t FrameWriter::data(const Digest& digest, std::span<const std::byte> chunk) {
+  const std::size_t at = out_.size();
+  put_head(out_, Kind::data, digest, static_cast<std::uint32_t>(chunk.size()));
+  if (stream_ && stream_->ctx) {
+    out_.push_back(static_cast<char>(Codec::zstd_stream));
+    put_be32(out_, 0);  // the payload length, set below
+    const std::size_t payload_at = out_.size();
+    ZSTD_inBuffer in{chunk.data(), chunk.size(), 0};
+    std::size_t written = 0;
+    std::size_t left = 1;
+    while (left != 0) {
+      // Room for the chunk at worst, the stream's header and a flush.
+      out_.resize(payload_at + written + ZSTD_compressBound(chunk.size()) + 32);
+      ZSTD_outBuffer o{out_.data() + payload_at, out_.size() - payload_at, written};
+      left = ZSTD_compressStream2(stream_->ctx, &o, &in, ZSTD_e_flush);
+      written = o.pos;
+      if (ZSTD_isError(left)) break;
+    }
+    if (!ZSTD_isError(left)) {
+      out_.resize(payload_at + written);
+      std::string len;
+      put_be32(len, static_cast<std::uint32_t>(written));
+      std::memcpy(out_.data() + payload_at - 4, len.data(), 4);
+      return written;
+    }
+    // zstd failed (out of memory): this and the body's remaining chunks go raw.
+    stream_.reset();
+    out_.resize(at);
+    put_head(out_, Kind::data, digest, static_cast<std::uint32_t>(chunk.size()));
+  }
+  out_.push_back(static_cast<char>(Codec::raw));
+  put_be32(out_, static_cast<std::uint32_t>(chunk.size()));
+  out_.append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
+  return chunk.size();
 }
 
-void append_reference(std::string& out, const Digest& digest, std::uint32_t length) {
-  put_head(out, Kind::reference, digest, length);
+void FrameWriter::reference(const Digest& digest, std::uint32_t length) {
+  put_head(out_, Kind::reference, digest, length);
 }
+
+struct FrameReader::Stream {
+  Stream() {
+    if (ctx && ZSTD_isError(ZSTD_DCtx_setParameter(ctx, ZSTD_d_windowLogMax, kWindowLog))) {
+      ZSTD_freeDCtx(ctx);
+      ctx = nullptr;
+    }
+  }
+  ~Stream() { ZSTD_freeDCtx(ctx); }
+  ZSTD_DCtx* ctx = ZSTD_createDCtx();
+};
+
+FrameReader::FrameReader() = default;
+FrameReader::~FrameReader() = default;
+FrameReader::FrameReader(FrameReader&&) noexcept = default;
+FrameReader& FrameReader::operator=(FrameReader&&) noexcept = default;
 
 void FrameReader::append(std::string_view bytes) {
   // Drop what was consumed once it is most of the buffer (amortised O(1)).
@@ -155,24 +189,27 @@ std::optional<Frame> FrameReader::next(std::optional<Error>* error) {
   const auto codec = static_cast<std::uint8_t>(p[kHead]);
   const std::uint32_t payload = get_be32(p + kHead + 1);
   const bool raw = codec == static_cast<std::uint8_t>(Codec::raw);
-  if ((!raw && codec != static_cast<std::uint8_t>(Codec::zstd)) ||
-      (raw && payload != f.length) || payload > ZSTD_compressBound(kMaxChunk)) {
+  if (codec > static_cast<std::uint8_t>(Codec::zstd_stream) || (raw && payload != f.length) ||
+      payload > ZSTD_compressBound(kMaxChunk) + 32) {
     *error = Error::malformed;
     return std::nullopt;
   }
   if (avail < kDataHead + payload) return std::nullopt;
   const char* body = p + kDataHead;
+  // The announced length bounds the output: a frame cannot make us
+  // allocate more than kMaxChunk, whatever its payload claims.
   if (raw) {
     f.bytes.assign(body, payload);
-  } else {
-    // The announced length bounds the output: a frame cannot make us
-    // allocate more than kMaxChunk, whatever its payload claims.
+  } else if (codec == static_cast<std::uint8_t>(Codec::zstd)) {
     f.bytes.resize(f.length);
     std::size_t n = ZSTD_decompress(f.bytes.data(), f.bytes.size(), body, payload);
     if (ZSTD_isError(n) || n != f.length) {
       *error = Error::corrupt;
       return std::nullopt;
     }
+  } else if (!decompress_stream(std::string_view(body, payload), f)) {
+    *error = Error::corrupt;
+    return std::nullopt;
   }
   if (sha256(std::as_bytes(std::span(f.bytes.data(), f.bytes.size()))) != f.digest) {
     *error = Error::digest_mismatch;
@@ -181,6 +218,22 @@ std::optional<Frame> FrameReader::next(std::optional<Error>* error) {
   f.wire_bytes = kDataHead + payload;
   pos_ += f.wire_bytes;
   return f;
+}
+
+bool FrameReader::decompress_stream(std::string_view payload, Frame& f) {
+  if (!stream_) stream_ = std::make_unique<Stream>();
+  if (!stream_->ctx) return false;
+  f.bytes.resize(f.length);
+  ZSTD_inBuffer in{payload.data(), payload.size(), 0};
+  ZSTD_outBuffer out{f.bytes.data(), f.bytes.size(), 0};
+  // The sender flushed at the frame's end: its payload yields the whole chunk.
+  // Bytes past `length` stay in the stream and fail the next frame's digest.
+  while (in.pos < in.size || out.pos < out.size) {
+    const std::size_t in_before = in.pos, out_before = out.pos;
+    if (ZSTD_isError(ZSTD_decompressStream(stream_->ctx, &out, &in))) return false;
+    if (in.pos == in_before && out.pos == out_before) return false;
+  }
+  return true;
 }
 
 void to_json(nlohmann::json& j, const FileAttr& a) {

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -36,7 +37,9 @@ enum class Kind : std::uint8_t {
   data = 'D',       // the chunk's bytes follow
   reference = 'R',  // the receiver already holds this chunk: digest and length only
 };
-enum class Codec : std::uint8_t { raw = 0, zstd = 1 };
+// zstd: the chunk alone, one zstd frame; zstd_stream: the next part of the
+// body's one zstd stream (FrameWriter sends these; a reader takes all three).
+enum class Codec : std::uint8_t { raw = 0, zstd = 1, zstd_stream = 2 };
 
 enum class Error {
   malformed,        // an unknown kind or codec, or a length over the limits
@@ -45,12 +48,31 @@ enum class Error {
 };
 std::string_view message(Error e);
 
-// Appends a data frame: the chunk compressed with zstd at `level`, or raw
-// when compression would not save at least 1/32 of it. Returns the payload
-// bytes written (what crosses the wire for this chunk, headers aside).
-std::size_t append_data(std::string& out, const Digest& digest, std::span<const std::byte> chunk,
-                        int level = 3);
-void append_reference(std::string& out, const Digest& digest, std::uint32_t length);
+// Writes the chunk frames of one body into `out`. Its data frames share one
+// zstd stream (codec 2), flushed at the end of each frame, so a chunk
+// compresses against the chunks before it in the body: samples of one
+// dataset share vocabulary and headers that a chunk compressed alone pays
+// for again and again (rsync -z's advantage of one stream per transfer,
+// kept with frames a reader takes one at a time). Incompressible chunks
+// cost zstd's raw blocks, 3 bytes in 128 KiB.
+class FrameWriter {
+ public:
+  explicit FrameWriter(std::string& out, int level = 3);
+  ~FrameWriter();
+  FrameWriter(const FrameWriter&) = delete;
+  FrameWriter& operator=(const FrameWriter&) = delete;
+  // Appends a data frame; returns its payload bytes (what crosses the wire
+  // for this chunk, headers aside).
+  std::size_t data(const Digest& digest, std::span<const std::byte> chunk);
+  void reference(const Digest& digest, std::uint32_t length);
+  // Room for `bytes` more in the body (frames of about that many chunk bytes).
+  void reserve(std::size_t bytes) { out_.reserve(out_.size() + bytes); }
+
+ private:
+  std::string& out_;
+  struct Stream;
+  std::unique_ptr<Stream> stream_;
+};
 
 struct Frame {
   Kind kind = Kind::data;
@@ -63,8 +85,13 @@ struct Frame {
 // Incremental decoder: append what arrives, then take every complete frame.
 // Each data frame is decompressed and its SHA-256 checked before it is
 // returned; one bad frame makes the whole stream bad (no resynchronising).
+// One reader per body: codec 2 frames continue the body's zstd stream.
 class FrameReader {
  public:
+  FrameReader();
+  ~FrameReader();
+  FrameReader(FrameReader&&) noexcept;
+  FrameReader& operator=(FrameReader&&) noexcept;
   void append(std::string_view bytes);
   // The same, taking the bytes over when nothing is pending (a whole body).
   void append(std::string&& bytes);
@@ -76,8 +103,13 @@ class FrameReader {
   std::size_t pending() const { return buffer_.size() - pos_; }
 
  private:
+  // A codec 2 payload into f.bytes (f.length of them); false if corrupt.
+  bool decompress_stream(std::string_view payload, Frame& f);
+
   std::string buffer_;
   std::size_t pos_ = 0;
+  struct Stream;
+  std::unique_ptr<Stream> stream_;  // made at the body's first codec 2 frame
 };
 
 // A file's attributes as the hub sends them (JSON, see PROTOCOL.md).

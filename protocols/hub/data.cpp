@@ -66,11 +66,11 @@ Reply have(Request& r) {
 namespace {
 
 // Appends the data frames of `wanted`, digests of version `version` of the
-// file `ino` (named `display`), to `body` in the order asked, and adds their
+// file `ino` (named `display`), to `frames` in the order asked, and adds their
 // logical size to `logical`: 404 for a digest the version lacks, 413 once
 // `logical` would pass the request's limit (checked before reading).
 asio::awaitable<rest::Outcome> append_chunks(Request& r, ns::Ino ino, const std::string& display, std::uint64_t version,
-                                             const std::vector<ns::Sha256>& wanted, std::string& body,
+                                             const std::vector<ns::Sha256>& wanted, wire::FrameWriter& frames,
                                              std::uint64_t& logical) {
   auto manifest = co_await r.s.ns.chunks(r.c.ctx, ino, version);
   if (!manifest) co_return rest::from_ns(manifest.error(), display + " version " + std::to_string(version));
@@ -101,7 +101,7 @@ asio::awaitable<rest::Outcome> append_chunks(Request& r, ns::Ino ino, const std:
   logical += bytes;
   if (logical > kMaxBatchBytes)
     co_return rest::too_large("at most " + std::to_string(kMaxBatchBytes) + " chunk bytes per request");
-  body.reserve(body.size() + bytes + plan.size() * kFrameHead);
+  frames.reserve(bytes + plan.size() * kFrameHead);
   // Chunks adjacent in the file (a sequential reader's batch) are read in one go.
   std::string run;
   for (std::size_t i = 0; i < plan.size();) {
@@ -118,7 +118,7 @@ asio::awaitable<rest::Outcome> append_chunks(Request& r, ns::Ino ino, const std:
       got += *n;
     }
     for (std::size_t k = i, at = 0; k < j; at += plan[k]->length, ++k)
-      wire::append_data(body, plan[k]->sha256, std::as_bytes(std::span(run.data() + at, plan[k]->length)));
+      frames.data(plan[k]->sha256, std::as_bytes(std::span(run.data() + at, plan[k]->length)));
     i = j;
   }
   co_return std::nullopt;
@@ -182,8 +182,10 @@ Reply chunks(Request& r) {
   auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
   if (!a) co_return a.error();
   std::string body;
+  wire::FrameWriter frames(body);
   std::uint64_t logical = 0;
-  if (auto failed = co_await append_chunks(r, a->ino, place->display, *version, *wanted, body, logical)) co_return failed;
+  if (auto failed = co_await append_chunks(r, a->ino, place->display, *version, *wanted, frames, logical))
+    co_return failed;
   co_return co_await send_chunks(r, body, logical);
 }
 
@@ -201,6 +203,7 @@ Reply dir_chunks(Request& r) {
   if (dir->type != ns::FileType::directory)
     co_return rest::from_ns(ns::make_error_code(ns::Errc::not_dir), place->display);
   std::string body;
+  wire::FrameWriter frames(body);  // one stream: a file compresses against those before it
   std::uint64_t logical = 0;
   for (const FileChunks& f : *files) {
     const std::string display = place->display + "/" + f.name;
@@ -208,7 +211,7 @@ Reply dir_chunks(Request& r) {
       co_return rest::ApiError(403, "residency_denied", display + " may not leave the hub for region " + r.region);
     auto a = co_await r.s.ns.lookup(r.c.ctx, dir->ino, f.name);
     if (!a) co_return rest::from_ns(a.error(), display);
-    if (auto failed = co_await append_chunks(r, a->ino, display, f.version, f.chunks, body, logical)) co_return failed;
+    if (auto failed = co_await append_chunks(r, a->ino, display, f.version, f.chunks, frames, logical)) co_return failed;
   }
   co_return co_await send_chunks(r, body, logical);
 }

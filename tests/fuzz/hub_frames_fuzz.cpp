@@ -17,6 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t step = size ? (data[0] % 61) + 1 : 1;
   FrameReader reader;
   std::string reencoded;
+  FrameWriter writer(reencoded, 1);
   std::optional<Error> error;
   for (std::size_t at = 0; at < size && !error; at += step) {
     reader.append(input.substr(at, step));
@@ -25,9 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (f->kind == Kind::data) {
         const auto bytes = std::as_bytes(std::span(f->bytes.data(), f->bytes.size()));
         if (f->bytes.size() != f->length || sha256(bytes) != f->digest) std::abort();
-        append_data(reencoded, f->digest, bytes, 1);
+        writer.data(f->digest, bytes);
       } else {
-        append_reference(reencoded, f->digest, f->length);
+        writer.reference(f->digest, f->length);
       }
     }
   }

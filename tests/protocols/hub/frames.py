@@ -21,10 +21,20 @@ def reference_frame(digest, length):
     return HEAD.pack(b"R", digest, length)
 
 
+# An empty raw block marked last (RFC 8878, 3.1.1.2): ends a zstd frame.
+LAST_BLOCK = b"\x01\x00\x00"
+
+
+def unzstd(payload):
+    return subprocess.run(["zstd", "-q", "-d", "-c"], input=payload, stdout=subprocess.PIPE, check=True).stdout
+
+
 def parse(body):
-    """[(digest, length, codec, bytes)] of data frames; checks each digest."""
+    """[(digest, length, codec, bytes, payload_len)] of data frames; checks each digest."""
     out = []
     at = 0
+    stream = b""  # the body's codec 2 payloads so far
+    streamed = 0  # the bytes they decompressed to
     while at < len(body):
         kind, digest, length = HEAD.unpack_from(body, at)
         at += HEAD.size
@@ -33,13 +43,18 @@ def parse(body):
         at += DATA.size
         payload = body[at:at + n]
         at += n
-        if codec == 1:
-            chunk = subprocess.run(["zstd", "-q", "-d", "-c"], input=payload, stdout=subprocess.PIPE,
-                                   check=True).stdout
+        if codec == 2:
+            # The body's codec 2 payloads are one zstd frame the sender never
+            # ends: ended here, it decompresses to the chunks so far.
+            stream += payload
+            chunk = unzstd(stream + LAST_BLOCK)[streamed:]
+            streamed += len(chunk)
+        elif codec == 1:
+            chunk = unzstd(payload)
         else:
             assert codec == 0 and n == length, (codec, n, length)
             chunk = payload
-        assert len(chunk) == length
+        assert len(chunk) == length, (len(chunk), length)
         assert hashlib.sha256(chunk).digest() == digest, "a chunk does not match its digest"
-        out.append((digest, length, codec, chunk))
+        out.append((digest, length, codec, chunk, n))
     return out

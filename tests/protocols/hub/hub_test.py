@@ -74,7 +74,7 @@ class HubCase(unittest.TestCase):
     def fetch(self, path, manifest, batch=16):
         """The file's content, fetched chunk by chunk through `chunks`."""
         out = bytearray()
-        codecs = set()
+        wire = 0
         chunks = manifest["chunks"]
         for i in range(0, len(chunks), batch):
             part = chunks[i:i + batch]
@@ -83,10 +83,11 @@ class HubCase(unittest.TestCase):
             self.assertEqual(r.headers["Content-Type"], "application/octet-stream")
             got = frames.parse(r.content)
             self.assertEqual([g[0].hex() for g in got], [c["sha256"] for c in part])
-            for _, _, codec, chunk in got:
-                codecs.add(codec)
+            for _, _, codec, chunk, payload in got:
+                self.assertEqual(codec, 2)  # the body's one zstd stream
                 out += chunk
-        return bytes(out), codecs
+                wire += payload
+        return bytes(out), wire
 
 
 class MetadataAndDataTest(HubCase):
@@ -116,13 +117,16 @@ class MetadataAndDataTest(HubCase):
         self.assertEqual(len(rest["entries"]), 1)
         self.assertNotEqual(first["entries"][0]["name"], rest["entries"][0]["name"])
 
-        for path, content, codec in (("data/ds/text.txt", text, 1), ("data/ds/noise.bin", noise, 0)):
+        for path, content in (("data/ds/text.txt", text), ("data/ds/noise.bin", noise)):
             m = self.call("GET", "manifest", params={"path": path}).json()
             self.assertEqual(m["size"], len(content))
             self.assertEqual(sum(c["length"] for c in m["chunks"]), len(content))
-            got, codecs = self.fetch(path, m)
+            got, wire = self.fetch(path, m)
             self.assertEqual(got, content)
-            self.assertEqual(codecs, {codec})  # text compressed, noise raw
+            if content is text:  # compressed
+                self.assertLess(wire, len(text) / 10)
+            else:  # as it is, in zstd's raw blocks (3 bytes of header in 128 KiB) after the stream's header
+                self.assertLessEqual(wire, len(noise) + 8 * len(m["chunks"]) + 32)
         # A digest of another version or file is refused.
         bogus = hashlib.sha256(b"not in it").digest()
         r = self.s.post(self.base + "chunks", params={"path": "data/ds/text.txt", "version": 1}, data=bogus)
@@ -217,7 +221,9 @@ class BatchedCallsTest(HubCase):
         got = frames.parse(r.content)
         self.assertEqual([g[0].hex() for g in got], files[0]["chunks"] + files[1]["chunks"])
         self.assertEqual(b"".join(g[3] for g in got), noise + text)
-        self.assertEqual({g[2] for g in got}, {0, 1})  # noise raw, text compressed
+        self.assertEqual({g[2] for g in got}, {2})  # one zstd stream for the body
+        text_frames = got[len(files[0]["chunks"]):]
+        self.assertLess(sum(g[4] for g in text_frames), len(text) / 10)  # compressed, after the noise
         # Part of a file, and the same file twice.
         part = [dict(files[1], chunks=files[1]["chunks"][-1:]), dict(files[0], chunks=files[0]["chunks"][:1])]
         got = frames.parse(self.call("POST", "dir_chunks", params={"path": "data/dc"}, json={"files": part}).content)
