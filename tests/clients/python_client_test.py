@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import pathlib
 import sys
+import threading
 import unittest
 from unittest import mock
 
@@ -297,6 +298,9 @@ class SpokeTest(unittest.TestCase):
             self.assertTrue(done.done())  # the second save waited for the first
             expected = bytes(second)
             second[:4] = b"XXXX"
+            # The upload's thread yields the CPU to the loop (Linux: a thread's own priority).
+            niceness = lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())  # noqa: E731
+            self.assertEqual(saver._pool.submit(niceness).result(), min(19, niceness() + 10))
         self.assertEqual((done.result(), later.result()), (len(first), len(expected)))
         self.assertEqual(load_checkpoint(BUCKET, "checkpoints/bg/first", raw=True, **self.s3), first)
         self.assertEqual(load_checkpoint(BUCKET, "checkpoints/bg/second", raw=True, **self.s3), expected)

@@ -6,6 +6,8 @@ loop stops only while the state is captured."""
 
 import concurrent.futures
 import io
+import os
+import threading
 
 from ._s3 import make_store
 from ._torch import torch
@@ -46,6 +48,17 @@ def save_checkpoint(obj, bucket, key, endpoint_url=None, client_kwargs=None, tra
     return _upload(_bytes_of(obj, snapshot=False), bucket, key, endpoint_url, client_kwargs, transport)
 
 
+def _lower_priority():
+    """Lowers the CPU priority of the calling thread and of the threads it
+    starts (boto3's transfer threads), on Linux where a priority is a
+    thread's: the loop's data loading comes before a checkpoint's upload."""
+    try:
+        me = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, me, min(19, os.getpriority(os.PRIO_PROCESS, me) + 10))
+    except (AttributeError, OSError):
+        pass  # elsewhere the priority is the whole process's: left as it is
+
+
 class CheckpointSaver:
     """Saves checkpoints in the background, as save_checkpoint does, one at
     a time and in order. save() captures the bytes at once (torch.save into
@@ -54,11 +67,13 @@ class CheckpointSaver:
     written. It first waits for the save before it, so that at most one
     checkpoint is held in memory besides the one being captured, and raises
     that save's failure if it failed; close() (or the end of a `with` block)
-    waits for the last one and raises its failure."""
+    waits for the last one and raises its failure. On Linux the upload runs
+    at a lower CPU priority than the loop and its data loading."""
 
     def __init__(self, endpoint_url=None, client_kwargs=None, transport=None):
         self._store = (endpoint_url, client_kwargs, transport)
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="weft-checkpoint")
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="weft-checkpoint",
+                                                           initializer=_lower_priority)
         self._last = None
 
     def save(self, obj, bucket, key):
