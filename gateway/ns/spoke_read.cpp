@@ -27,8 +27,11 @@ namespace {
 
 // Readahead: the link's bandwidth-delay product as measured, times
 // kReadaheadBdps so that batches queued behind each other keep it busy,
-// within these bounds (the lower one until the link is measured).
-constexpr std::uint64_t kMinReadahead = 8ull << 20;
+// within these bounds (the lower one until the link is measured). A data
+// loader's workers ask for their first batches at once (4 x 4 batches of
+// 32 samples of 128 KiB: 64 MiB): a first window of 8 MiB fetched them a
+// few round trips at a time and left a worker 2-4 s behind at the start.
+constexpr std::uint64_t kMinReadahead = 32ull << 20;
 constexpr std::uint64_t kMaxReadahead = 64ull << 20;
 constexpr double kReadaheadBdps = 8;
 constexpr auto kRateSample = std::chrono::milliseconds(250);

@@ -236,7 +236,7 @@ class HubDownTest(unittest.TestCase):
         try:
             hub_put(hub, DATASETS + "a.txt", b"cached at the spokes\n")
             hub_put(hub, DATASETS + "b.txt", b"never read before the hub stops\n")
-            big = os.urandom(24 << 20)
+            big = os.urandom(48 << 20)  # past the first readahead window (32 MiB)
             hub_put(hub, DATASETS + "big.bin", big)
             url = "http://" + hub.rest
             strict = Spoke(WEFT, hub, url, mode="strict", flags=True)
@@ -254,7 +254,7 @@ class HubDownTest(unittest.TestCase):
             hub = None
             f.seek(1 << 20)
             self.assertEqual(f.read(32768), big[1 << 20:(1 << 20) + 32768])
-            f.seek(20 << 20)
+            f.seek(44 << 20)
             with self.assertRaises(OSError):
                 f.read(32768)
             f.close()
