@@ -90,14 +90,16 @@ struct FrameWriter::Stream {
   ZSTD_CCtx* ctx = ZSTD_createCCtx();
 };
 
-FrameWriter::FrameWriter(std::string& out, int level) : out_(out), stream_(std::make_unique<Stream>(level)) {}
+FrameWriter::FrameWriter(std::string& out, int level) : out_(out), stream_(std::make_unique<Stream>(level)) {
+  if (!stream_->ctx) stream_.reset();  // no zstd context to be had: raw frames
+}
 
 FrameWriter::~FrameWriter() = default;
 
 std::size_t FrameWriter::data(const Digest& digest, std::span<const std::byte> chunk) {
   const std::size_t at = out_.size();
   put_head(out_, Kind::data, digest, static_cast<std::uint32_t>(chunk.size()));
-  if (stream_ && stream_->ctx) {
+  if (stream_) {
     out_.push_back(static_cast<char>(Codec::zstd_stream));
     put_be32(out_, 0);  // the payload length, set below
     const std::size_t payload_at = out_.size();
@@ -121,8 +123,7 @@ std::size_t FrameWriter::data(const Digest& digest, std::span<const std::byte> c
     }
     // zstd failed (out of memory): this and the body's remaining chunks go raw.
     stream_.reset();
-    out_.resize(at);
-    put_head(out_, Kind::data, digest, static_cast<std::uint32_t>(chunk.size()));
+    out_.resize(at + kHead);
   }
   out_.push_back(static_cast<char>(Codec::raw));
   put_be32(out_, static_cast<std::uint32_t>(chunk.size()));

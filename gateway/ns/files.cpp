@@ -274,8 +274,9 @@ Result<Handle> Namespace::Impl::stage(const OpContext& ctx, Ino dir, std::string
   fs->stage_dir = dir;
   fs->stage_name = std::string(name);
   fs->stage_mode = mode & 07777;
-  // Empty: chunked and hashed as it is written, not all at the commit.
-  fs->stream = std::make_unique<ChunkStream>();
+  // Working and empty, as ensure_working() leaves a truncated file: chunked
+  // and hashed as it is written, not all at the commit.
+  stream_truncate(*fs, 0);
   std::lock_guard lock(handles_mu);
   Handle h{next_handle++};
   handles.emplace(h.id, HandleRec{fs, {.read = true, .write = true}});
