@@ -10,6 +10,7 @@
 #include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -17,8 +18,10 @@
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <zstd.h>
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <stdexcept>
@@ -42,7 +45,14 @@ constexpr std::size_t kMaxBatchChunks = 1024;
 constexpr int kBatchAttempts = 4;
 constexpr std::string_view kOctets = "application/octet-stream";
 constexpr std::string_view kJson = "application/json";
+constexpr std::string_view kPrefixHeader = "Weft-Prefix";
 constexpr std::size_t kMaxHaveDigests = 32768;  // the hub's limit per have request
+// The chunks a fetch names as its Weft-Prefix (PROTOCOL.md): the last ones
+// fetched, at most this many bytes and chunks (the hub's limits are 1 MiB
+// and 16). A quarter MiB of a dataset's recent samples carries most of
+// what the next samples share with them; more gains nothing measurable.
+constexpr std::size_t kPrefixBytes = 256 << 10;
+constexpr std::size_t kPrefixChunks = 16;
 
 Error failure(Error::Kind kind, std::string message) {
   Error e;
@@ -55,6 +65,24 @@ Error transport(const error_code& ec, std::string_view what) {
   if (ec == beast::error::timeout || ec == asio::error::timed_out)
     return failure(Error::Kind::timed_out, std::string(what) + ": no answer in time");
   return failure(Error::Kind::unavailable, std::string(what) + ": " + ec.message());
+}
+
+// An answer in the zstd content coding (JSON the client asked for so, see
+// request()) decoded in place, up to kResponseLimit bytes; false if it is
+// in another coding or does not decode.
+bool decode_content(bhttp::response<bhttp::string_body>& res) {
+  const auto coding = res.find(bhttp::field::content_encoding);
+  if (coding == res.end()) return true;
+  if (!beast::iequals(coding->value(), "zstd")) return false;
+  const std::string& packed = res.body();
+  const unsigned long long size = ZSTD_getFrameContentSize(packed.data(), packed.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > kResponseLimit) return false;
+  std::string text(static_cast<std::size_t>(size), '\0');
+  const std::size_t n = ZSTD_decompress(text.data(), text.size(), packed.data(), packed.size());
+  if (ZSTD_isError(n) || n != text.size()) return false;
+  res.body() = std::move(text);
+  res.erase(coding);
+  return true;
 }
 
 std::string base64(std::string_view s) {
@@ -122,6 +150,43 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
   std::unique_ptr<net::ConnectionPool> pool;
   std::atomic<std::uint64_t> requests{0}, wire_in{0}, chunk_wire_in{0}, logical_in{0}, wire_out{0}, retried{0};
 
+  // The chunks fetched last (whole ones, oldest first): the next fetch's
+  // prefix, so that its answer's zstd stream starts with the vocabulary
+  // of what the spoke has just read instead of learning it again.
+  std::mutex recent_mu;
+  std::deque<std::pair<wire::Digest, std::string>> recent;  // guarded by recent_mu
+  std::size_t recent_bytes = 0;                             // guarded by recent_mu
+
+  struct Prefix {
+    std::string header;  // the Weft-Prefix value: hex digests, comma-separated
+    std::string bytes;   // their content, in that order
+  };
+  Prefix prefix() {
+    std::lock_guard lock(recent_mu);
+    Prefix p;
+    for (const auto& [digest, bytes] : recent) {
+      if (!p.header.empty()) p.header += ',';
+      p.header += wire::to_hex(digest);
+      p.bytes += bytes;
+    }
+    return p;
+  }
+  // Keeps the last of `chunks` (with their bytes in `out`) as the next prefix.
+  void remember(std::span<const wire::ChunkRef> chunks, std::span<const std::string> out) {
+    std::size_t from = chunks.size(), bytes = 0;
+    while (from > 0 && chunks.size() - from < kPrefixChunks && bytes + out[from - 1].size() <= kPrefixBytes)
+      bytes += out[--from].size();
+    std::lock_guard lock(recent_mu);
+    for (std::size_t i = from; i < chunks.size(); ++i) {
+      recent.emplace_back(chunks[i].digest, out[i]);
+      recent_bytes += out[i].size();
+    }
+    while (!recent.empty() && (recent.size() > kPrefixChunks || recent_bytes > kPrefixBytes)) {
+      recent_bytes -= recent.front().second.size();
+      recent.pop_front();
+    }
+  }
+
   asio::awaitable<Result<std::unique_ptr<Connection>>> connect() {
     auto s = co_await endpoint.connect(ex, opt.timeout);
     if (!s) co_return failure(s.error().kind == net::Error::Kind::timed_out ? Error::Kind::timed_out : Error::Kind::unavailable,
@@ -132,12 +197,13 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
   // One request on a pooled connection. A kept-alive connection that the
   // hub closed meanwhile fails before the hub saw the request; idempotent
   // requests are then sent once more on a fresh connection. With
-  // `partial`: an answer (2xx) cut short fails, and what arrived of its
-  // body is left there (the caller asks for the rest itself).
-  asio::awaitable<Result<bhttp::response<bhttp::string_body>>> request(bhttp::verb verb, std::string_view target,
-                                                                       std::string_view body, bool idempotent,
-                                                                       std::string_view content_type = kOctets,
-                                                                       std::string* partial = nullptr) {
+  // `partial`: an answer (2xx) cut short fails, and what arrived of it
+  // (its head, part of its body) is left there (the caller asks for the
+  // rest itself). `prefix`: the request's Weft-Prefix, if any.
+  asio::awaitable<Result<bhttp::response<bhttp::string_body>>> request(
+      bhttp::verb verb, std::string_view target, std::string_view body, bool idempotent,
+      std::string_view content_type = kOctets, bhttp::response<bhttp::string_body>* partial = nullptr,
+      std::string_view prefix = {}) {
     for (int attempt = 0;; ++attempt) {
       // A retry connects afresh: the other idle connections are as old as
       // the one that turned out closed.
@@ -154,7 +220,9 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
       req.set("Weft-Region", opt.region);
       req.set("Weft-Feed", opt.feed_id);
       req.set(bhttp::field::user_agent, "weft-spoke");
+      req.set(bhttp::field::accept_encoding, "zstd");  // the hub compresses JSON answers (listings, manifests)
       if (!body.empty()) req.set(bhttp::field::content_type, beast::string_view(content_type.data(), content_type.size()));
+      if (!prefix.empty()) req.set(kPrefixHeader, beast::string_view(prefix.data(), prefix.size()));
       req.body().assign(body);
       req.prepare_payload();
       req.keep_alive(true);
@@ -166,8 +234,8 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
       const auto [wec, rec] = co_await std::move(op);
       const error_code ec = wec ? wec : rec;
       if (ec && partial && parser.is_header_done() && parser.get().result_int() < 300) {
-        *partial = std::move(parser.get().body());
-        wire_in += partial->size();
+        *partial = parser.release();
+        wire_in += partial->body().size();
         co_return transport(ec, std::string(bhttp::to_string(verb)) + " " + std::string(target.substr(0, 120)));
       }
       if (ec) {
@@ -180,6 +248,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
       auto res = parser.release();
       wire_in += res.body().size();
       if (res.keep_alive()) pool->give_back(std::move(c));
+      if (!decode_content(res)) co_return failure(Error::Kind::protocol, "the hub's answer is in a coding not asked for, or corrupt");
       co_return res;
     }
   }
@@ -233,13 +302,18 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
                                                    std::span<const wire::ChunkRef> chunks, std::span<std::string> out) {
     for (int attempt = 1;; ++attempt) {
       const auto [call_target, body] = make_request(first, last);
-      std::string arrived;
-      auto res = co_await request(bhttp::verb::post, call_target, body, true, kOctets, &arrived);
+      Prefix prefix = this->prefix();
+      bhttp::response<bhttp::string_body> cut;  // an answer cut short: what arrived of it
+      auto res = co_await request(bhttp::verb::post, call_target, body, true, kOctets, &cut, prefix.header);
       if (res && res->result_int() >= 400) co_return refusal(*res, nlohmann::json::parse(res->body(), nullptr, false));
-      if (res) arrived = std::move(res->body());
+      auto& answer = res ? *res : cut;
+      // A hub that did not start the stream after the prefix says nothing.
+      const bool prefixed = answer[kPrefixHeader] == "applied";
+      std::string arrived = std::move(answer.body());
       chunk_wire_in += arrived.size();
-      wire::FrameReader reader;
+      wire::FrameReader reader(prefixed ? std::move(prefix.bytes) : std::string());
       reader.append(std::move(arrived));
+      const std::size_t began = first;
       std::optional<wire::Error> error;
       for (; first < last; ++first) {
         auto frame = reader.next(&error);
@@ -251,6 +325,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
         out[first] = std::move(frame->bytes);
       }
       if (error) co_return failure(Error::Kind::protocol, std::string(wire::message(*error)));
+      remember(chunks.subspan(began, first - began), out.subspan(began, first - began));
       if (res) {
         if (first < last) co_return failure(Error::Kind::protocol, "the hub sent fewer chunks than asked");
         if (!reader.empty()) co_return failure(Error::Kind::protocol, "the hub sent more than asked");

@@ -78,19 +78,27 @@ std::string_view message(Error e) {
   return "a bad chunk frame";
 }
 
+// zstd's default level: higher ones gain nothing on samples that mix text
+// with encoded media, and cost the hub's CPU several times over.
+constexpr int kLevel = 3;
+
 struct FrameWriter::Stream {
-  explicit Stream(int level) {
-    if (ctx && (ZSTD_isError(ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, level)) ||
-                ZSTD_isError(ZSTD_CCtx_setParameter(ctx, ZSTD_c_windowLog, kWindowLog)))) {
+  // zstd refers to the prefix (no copy) until the stream ends: it lives here.
+  explicit Stream(std::string p) : prefix(std::move(p)) {
+    if (ctx && (ZSTD_isError(ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, kLevel)) ||
+                ZSTD_isError(ZSTD_CCtx_setParameter(ctx, ZSTD_c_windowLog, kWindowLog)) ||
+                (!prefix.empty() && ZSTD_isError(ZSTD_CCtx_refPrefix(ctx, prefix.data(), prefix.size()))))) {
       ZSTD_freeCCtx(ctx);
       ctx = nullptr;
     }
   }
   ~Stream() { ZSTD_freeCCtx(ctx); }
+  const std::string prefix;
   ZSTD_CCtx* ctx = ZSTD_createCCtx();
 };
 
-FrameWriter::FrameWriter(std::string& out, int level) : out_(out), stream_(std::make_unique<Stream>(level)) {
+FrameWriter::FrameWriter(std::string& out, std::string prefix)
+    : out_(out), stream_(std::make_unique<Stream>(std::move(prefix))) {
   if (!stream_->ctx) stream_.reset();  // no zstd context to be had: raw frames
 }
 
@@ -136,17 +144,20 @@ void FrameWriter::reference(const Digest& digest, std::uint32_t length) {
 }
 
 struct FrameReader::Stream {
-  Stream() {
-    if (ctx && ZSTD_isError(ZSTD_DCtx_setParameter(ctx, ZSTD_d_windowLogMax, kWindowLog))) {
+  explicit Stream(std::string p) : prefix(std::move(p)) {
+    if (ctx && (ZSTD_isError(ZSTD_DCtx_setParameter(ctx, ZSTD_d_windowLogMax, kWindowLog)) ||
+                (!prefix.empty() && ZSTD_isError(ZSTD_DCtx_refPrefix(ctx, prefix.data(), prefix.size()))))) {
       ZSTD_freeDCtx(ctx);
       ctx = nullptr;
     }
   }
   ~Stream() { ZSTD_freeDCtx(ctx); }
+  const std::string prefix;  // referred to by ctx until the stream ends
   ZSTD_DCtx* ctx = ZSTD_createDCtx();
 };
 
 FrameReader::FrameReader() = default;
+FrameReader::FrameReader(std::string prefix) : prefix_(std::move(prefix)) {}
 FrameReader::~FrameReader() = default;
 FrameReader::FrameReader(FrameReader&&) noexcept = default;
 FrameReader& FrameReader::operator=(FrameReader&&) noexcept = default;
@@ -222,7 +233,7 @@ std::optional<Frame> FrameReader::next(std::optional<Error>* error) {
 }
 
 bool FrameReader::decompress_stream(std::string_view payload, Frame& f) {
-  if (!stream_) stream_ = std::make_unique<Stream>();
+  if (!stream_) stream_ = std::make_unique<Stream>(std::move(prefix_));
   if (!stream_->ctx) return false;
   f.bytes.resize(f.length);
   ZSTD_inBuffer in{payload.data(), payload.size(), 0};

@@ -55,9 +55,15 @@ std::string_view message(Error e);
 // for again and again (rsync -z's advantage of one stream per transfer,
 // kept with frames a reader takes one at a time). Incompressible chunks
 // cost zstd's raw blocks, 3 bytes in 128 KiB.
+//
+// A prefix (PROTOCOL.md, "Weft-Prefix") is content the reader holds too,
+// such as chunks it received in an earlier body: the stream starts as if
+// that content came before it (zstd's prefix), so a body's first chunks
+// do not pay for the vocabulary again. The reader must be given the same
+// bytes.
 class FrameWriter {
  public:
-  explicit FrameWriter(std::string& out, int level = 3);
+  explicit FrameWriter(std::string& out, std::string prefix = {});
   ~FrameWriter();
   FrameWriter(const FrameWriter&) = delete;
   FrameWriter& operator=(const FrameWriter&) = delete;
@@ -89,6 +95,8 @@ struct Frame {
 class FrameReader {
  public:
   FrameReader();
+  // A reader of a body written with `prefix` (FrameWriter).
+  explicit FrameReader(std::string prefix);
   ~FrameReader();
   FrameReader(FrameReader&&) noexcept;
   FrameReader& operator=(FrameReader&&) noexcept;
@@ -110,6 +118,7 @@ class FrameReader {
   std::size_t pos_ = 0;
   struct Stream;
   std::unique_ptr<Stream> stream_;  // made at the body's first codec 2 frame
+  std::string prefix_;              // the stream's, until it is made
 };
 
 // A file's attributes as the hub sends them (JSON, see PROTOCOL.md).

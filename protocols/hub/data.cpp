@@ -23,6 +23,9 @@ constexpr std::size_t kBodyPiece = 256 * 1024;
 constexpr std::size_t kFrameHead = 42;  // a data frame's bytes besides the chunk's
 // A dir_chunks body: 1024 hex digests and the names they belong to.
 constexpr std::size_t kMaxNamesBody = 2 << 20;
+// A Weft-Prefix: a few chunks, well inside the stream's 2 MiB window.
+constexpr std::size_t kMaxPrefixChunks = 16;
+constexpr std::size_t kMaxPrefixBytes = 1 << 20;
 
 // A body of whole SHA-256 digests, read completely (it is small and bounded).
 asio::awaitable<rest::Expected<std::vector<ns::Sha256>>> read_digests(Request& r, std::size_t max) {
@@ -38,9 +41,11 @@ asio::awaitable<rest::Expected<std::vector<ns::Sha256>>> read_digests(Request& r
   co_return out;
 }
 
-asio::awaitable<rest::Outcome> send_octets(Request& r, const std::string& body) {
+// `prefixed`: the body's zstd stream starts after the request's Weft-Prefix.
+asio::awaitable<rest::Outcome> send_octets(Request& r, const std::string& body, bool prefixed = false) {
   std::vector<http::Header> headers = r.c.base_headers();
   headers.emplace_back("Content-Type", "application/octet-stream");
+  if (prefixed) headers.emplace_back("Weft-Prefix", "applied");
   http::ResponseHead head(200, std::move(headers), body.size());
   auto ec = co_await r.c.ex.send(head, body);
   r.c.status = 200;
@@ -124,14 +129,51 @@ asio::awaitable<rest::Outcome> append_chunks(Request& r, ns::Ino ino, const std:
   co_return std::nullopt;
 }
 
-asio::awaitable<rest::Outcome> send_chunks(Request& r, const std::string& body, std::uint64_t logical) {
+asio::awaitable<rest::Outcome> send_chunks(Request& r, const std::string& body, std::uint64_t logical,
+                                           bool prefixed) {
   r.c.content_bytes = logical;
   r.wire_bytes += body.size();
   r.sent_logical += logical;
   r.sent_wire += body.size();
   r.hub.logical_out->inc(logical);
   r.hub.wire_out->inc(body.size());
-  co_return co_await send_octets(r, body);
+  co_return co_await send_octets(r, body, prefixed);
+}
+
+// The request's Weft-Prefix: chunks the spoke holds (hex digests, comma-
+// separated), concatenated in order, for the answer's zstd stream to start
+// after. Empty without the header, or when the hub holds one of them in no
+// version: the answer then goes without, and says nothing. 400 for a
+// malformed header, 413 past the limits.
+asio::awaitable<rest::Expected<std::string>> stream_prefix(Request& r) {
+  const std::string* header = r.c.header("weft-prefix");
+  if (!header) co_return std::string();
+  std::vector<ns::Sha256> digests;
+  for (std::string_view rest = *header;;) {
+    const std::size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    auto d = wire::from_hex(item);
+    if (!d) co_return rest::bad_request("Weft-Prefix: SHA-256 digests in hex, comma-separated");
+    if (digests.size() == kMaxPrefixChunks)
+      co_return rest::too_large("Weft-Prefix: at most " + std::to_string(kMaxPrefixChunks) + " chunks");
+    digests.push_back(*d);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  std::string prefix;
+  for (const auto& d : digests) {
+    auto bytes = co_await r.s.ns.chunk_bytes(r.c.ctx, d);
+    if (!bytes) {
+      if (ns::errc_of(bytes.error()) == ns::Errc::not_found) co_return std::string();
+      co_return rest::from_ns(bytes.error(), "chunk " + wire::to_hex(d));
+    }
+    if (prefix.size() + bytes->size() > kMaxPrefixBytes)
+      co_return rest::too_large("Weft-Prefix: at most " + std::to_string(kMaxPrefixBytes) + " bytes of chunks");
+    prefix += *bytes;
+  }
+  co_return prefix;
 }
 
 // One file of a dir_chunks body: {"name", "version", "chunks": [hex digests]}.
@@ -181,12 +223,15 @@ Reply chunks(Request& r) {
   if (!place) co_return place.error();
   auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
   if (!a) co_return a.error();
+  auto prefix = co_await stream_prefix(r);
+  if (!prefix) co_return prefix.error();
+  const bool prefixed = !prefix->empty();
   std::string body;
-  wire::FrameWriter frames(body);
+  wire::FrameWriter frames(body, std::move(*prefix));
   std::uint64_t logical = 0;
   if (auto failed = co_await append_chunks(r, a->ino, place->display, *version, *wanted, frames, logical))
     co_return failed;
-  co_return co_await send_chunks(r, body, logical);
+  co_return co_await send_chunks(r, body, logical, prefixed);
 }
 
 Reply dir_chunks(Request& r) {
@@ -202,8 +247,11 @@ Reply dir_chunks(Request& r) {
   if (!dir) co_return dir.error();
   if (dir->type != ns::FileType::directory)
     co_return rest::from_ns(ns::make_error_code(ns::Errc::not_dir), place->display);
+  auto prefix = co_await stream_prefix(r);
+  if (!prefix) co_return prefix.error();
+  const bool prefixed = !prefix->empty();
   std::string body;
-  wire::FrameWriter frames(body);  // one stream: a file compresses against those before it
+  wire::FrameWriter frames(body, std::move(*prefix));  // one stream: a file compresses against those before it
   std::uint64_t logical = 0;
   for (const FileChunks& f : *files) {
     const std::string display = place->display + "/" + f.name;
@@ -213,7 +261,7 @@ Reply dir_chunks(Request& r) {
     if (!a) co_return rest::from_ns(a.error(), display);
     if (auto failed = co_await append_chunks(r, a->ino, display, f.version, f.chunks, frames, logical)) co_return failed;
   }
-  co_return co_await send_chunks(r, body, logical);
+  co_return co_await send_chunks(r, body, logical, prefixed);
 }
 
 Reply commit(Request& r) {

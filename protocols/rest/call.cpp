@@ -4,6 +4,9 @@
 #include "protocols/rest/auth.hpp"
 #include "protocols/rest/jobs.hpp"
 
+#include <zstd.h>
+
+#include <algorithm>
 #include <cctype>
 
 namespace weft::rest {
@@ -25,6 +28,43 @@ bool is_json_media_type(std::string_view v) {
 
 std::string dump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// JSON answers from this size on go zstd-compressed to a client that
+// accepts it: a spoke's listings and manifests cross a WAN, and their keys
+// and hex digests shrink four to nine times. Smaller ones are not worth a
+// frame header.
+constexpr std::size_t kCompressFrom = 1024;
+
+// Whether Accept-Encoding lists `coding` with a weight above 0 (RFC 9110,
+// 12.5.3: "gzip, zstd;q=0.5"; q=0 refuses a coding).
+bool accepts_coding(const std::string* header, std::string_view coding) {
+  if (!header) return false;
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    return v;
+  };
+  auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  for (std::string_view rest = *header;;) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view element = rest.substr(0, comma);
+    const std::size_t semi = element.find(';');
+    if (same(trim(element.substr(0, semi)), coding)) {
+      if (semi == std::string_view::npos) return true;
+      const std::string_view weight = trim(element.substr(semi + 1));
+      // q=0, q=0.0, ... refuse it; any other weight takes it.
+      if (!(weight.size() >= 3 && (weight[0] == 'q' || weight[0] == 'Q') && weight[1] == '=' &&
+            weight.find_first_not_of("0.", 2) == std::string_view::npos))
+        return true;
+    }
+    if (comma == std::string_view::npos) return false;
+    rest.remove_prefix(comma + 1);
+  }
 }
 
 }  // namespace
@@ -58,17 +98,38 @@ std::vector<http::Header> Call::base_headers() const {
   return h;
 }
 
+namespace {
+
+asio::awaitable<void> send_body(Call& c, unsigned s, std::vector<http::Header> headers, std::string_view body) {
+  c.status = s;
+  http::ResponseHead rh(s, std::move(headers), body.size());
+  auto ec = co_await c.ex.send(rh, body);
+  if (!ec && c.head.method != "HEAD") c.bytes_out += body.size();
+}
+
+}  // namespace
+
 asio::awaitable<void> Call::send_text(unsigned s, std::string_view content_type, std::string_view body) {
   auto headers = base_headers();
   headers.emplace_back("Content-Type", std::string(content_type));
-  status = s;
-  http::ResponseHead rh(s, std::move(headers), body.size());
-  auto ec = co_await ex.send(rh, body);
-  if (!ec && head.method != "HEAD") bytes_out += body.size();
+  co_await send_body(*this, s, std::move(headers), body);
 }
 
 asio::awaitable<void> Call::send_json(unsigned s, const nlohmann::json& body) {
   std::string text = dump(body);
+  if (text.size() >= kCompressFrom && accepts_coding(header("accept-encoding"), "zstd")) {
+    std::string packed(ZSTD_compressBound(text.size()), '\0');
+    const std::size_t n = ZSTD_compress(packed.data(), packed.size(), text.data(), text.size(), ZSTD_CLEVEL_DEFAULT);
+    if (!ZSTD_isError(n)) {  // else (out of memory) as it is
+      packed.resize(n);
+      auto headers = base_headers();
+      headers.emplace_back("Content-Type", "application/json");
+      headers.emplace_back("Content-Encoding", "zstd");
+      headers.emplace_back("Vary", "Accept-Encoding");
+      co_await send_body(*this, s, std::move(headers), packed);
+      co_return;
+    }
+  }
   co_await send_text(s, "application/json", text);
 }
 

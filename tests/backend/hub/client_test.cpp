@@ -160,6 +160,11 @@ TEST_CASE("manifests and fetch_files: many files of one directory in few request
   REQUIRE(one.has_value());
   CHECK(ms->entries[1].manifest.chunks.size() == one->chunks.size());
   CHECK(ms->entries[1].attr.size == big.size());
+  // Manifests travel zstd-compressed: a chunk's entry, 100 bytes of JSON
+  // with its digest in hex, crosses in well under 64.
+  const std::uint64_t wire_before = c->stats().wire_bytes_in;
+  REQUIRE(loop.wait(c->manifest("data/seed/big.bin", 0)).has_value());
+  CHECK(c->stats().wire_bytes_in - wire_before < 64 * one->chunks.size());
   REQUIRE(ms->entries[2].error);
   CHECK(ms->entries[2].error->code == "not_found");
   auto too_many = loop.wait(c->manifests("data/seed", std::vector<std::string>(Client::kMaxManifests + 1, "x")));
@@ -180,6 +185,28 @@ TEST_CASE("manifests and fetch_files: many files of one directory in few request
   auto wrong = loop.wait(c->fetch_files("data/seed", {files[0]}));
   REQUIRE_FALSE(wrong.has_value());
   CHECK(wrong.error().status == 404);
+}
+
+TEST_CASE("a fetch's answer compresses against the chunks the client fetched just before") {
+  weft::test::IoThread loop;
+  auto o = options(env("WEFT_HUB_WAN_URL"));
+  auto c = client(loop, o);
+  auto ms = loop.wait(c->manifests("data/words", {"words1.txt", "words2.txt"}));
+  REQUIRE(ms.has_value());
+  REQUIRE(ms->entries.size() == 2);
+  auto fetch = [&](Client& with, const NamedManifest& e) {
+    const std::uint64_t before = with.stats().chunk_wire_bytes_in;
+    auto got = loop.wait(with.fetch_files("data/words", {{e.name, e.manifest.version, e.manifest.chunks}}));
+    REQUIRE(got.has_value());
+    CHECK(join(*got).size() == e.manifest.size);
+    return with.stats().chunk_wire_bytes_in - before;
+  };
+  fetch(*c, ms->entries[0]);
+  const std::uint64_t after_first = fetch(*c, ms->entries[1]);
+  auto fresh = client(loop, o);
+  const std::uint64_t alone = fetch(*fresh, ms->entries[1]);
+  MESSAGE("the second sample: ", alone, " bytes alone, ", after_first, " after the first");
+  CHECK(after_first < alone * 85 / 100);  // the vocabulary is not learned again
 }
 
 TEST_CASE("idle connections the link dropped meanwhile are replaced, however many there are") {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs hub_client_tests against a real `weft serve` hub and a WAN emulator
-in front of it: starts both, seeds data/seed/{big.bin,text.txt} over REST,
+in front of it: starts both, seeds data/seed/{big.bin,text.txt} and data/words/ over REST,
 and passes where everything is through the environment.
 
     client_test.py --weft PATH --tests PATH [--rate BYTES_PER_S] [--rtt-ms MS] [--outage-s S]
@@ -8,6 +8,7 @@ and passes where everything is through the environment.
 
 import argparse
 import os
+import random
 import pathlib
 import subprocess
 import sys
@@ -33,8 +34,13 @@ def main():
         expect = hub.tmp / "big.bin"
         expect.write_bytes(big)
         api = "http://%s/api/v1/files/" % hub.rest
-        for name, body in (("big.bin", big), ("text.txt", b"hello hub\n" * 1000)):
-            r = requests.put(api + "data/seed/" + name, data=body, params={"mkdirs": "true"}, auth=hub.admin)
+        # Two samples of one dataset: words of one vocabulary.
+        rng = random.Random(8)
+        vocabulary = [rng.randbytes(rng.randint(2, 9)).hex().encode() for _ in range(2000)]
+        words = [b" ".join(rng.choices(vocabulary, k=8000)) for _ in range(2)]
+        for name, body in (("seed/big.bin", big), ("seed/text.txt", b"hello hub\n" * 1000),
+                           ("words/words1.txt", words[0]), ("words/words2.txt", words[1])):
+            r = requests.put(api + "data/" + name, data=body, params={"mkdirs": "true"}, auth=hub.admin)
             assert r.status_code in (200, 201), r.text
         env = dict(os.environ,
                    WEFT_HUB_URL="http://" + hub.rest,

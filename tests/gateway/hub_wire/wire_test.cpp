@@ -104,6 +104,40 @@ TEST_CASE("a chunk compresses against the chunks before it in the body") {
   CHECK(error);
 }
 
+TEST_CASE("a body written after a prefix the reader holds compresses against it, and decodes only with it") {
+  std::mt19937 rng(5);
+  std::vector<std::string> vocabulary;
+  for (int i = 0; i < 2000; ++i) vocabulary.push_back(random_bytes(4 + rng() % 8, rng()));
+  auto text = [&](std::size_t n) {
+    std::string s;
+    while (s.size() < n) s += vocabulary[rng() % vocabulary.size()] + " ";
+    return s;
+  };
+  // The prefix: what an earlier body brought; the chunk: the next sample.
+  const std::string earlier = text(100000), chunk = text(60000);
+  std::string plain_body, body;
+  const std::size_t alone = FrameWriter(plain_body).data(digest_of(chunk), bytes_of(chunk));
+  const std::size_t after_prefix = FrameWriter(body, earlier).data(digest_of(chunk), bytes_of(chunk));
+  MESSAGE("a sample: " << alone << " bytes alone, " << after_prefix << " after the prefix");
+  CHECK(after_prefix < alone * 3 / 4);
+
+  FrameReader reader(earlier);
+  reader.append(body);
+  std::optional<Error> error;
+  auto f = reader.next(&error);
+  REQUIRE(f);
+  CHECK(f->bytes == chunk);
+  CHECK(reader.empty());
+
+  // Without the prefix, or with other bytes, the body does not decode.
+  for (const std::string& other : {std::string(), text(100000)}) {
+    FrameReader wrong(other);
+    wrong.append(body);
+    CHECK_FALSE(wrong.next(&error));
+    CHECK(error);
+  }
+}
+
 TEST_CASE("a frame whose bytes do not match its digest is refused") {
   const std::string chunk = random_bytes(5000, 1);
   std::string wire;

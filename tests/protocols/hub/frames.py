@@ -5,6 +5,7 @@ zstd command. Standard library only."""
 import hashlib
 import struct
 import subprocess
+import tempfile
 
 HEAD = struct.Struct(">c32sI")
 DATA = struct.Struct(">BI")
@@ -25,12 +26,22 @@ def reference_frame(digest, length):
 LAST_BLOCK = b"\x01\x00\x00"
 
 
-def unzstd(payload):
-    return subprocess.run(["zstd", "-q", "-d", "-c"], input=payload, stdout=subprocess.PIPE, check=True).stdout
+def unzstd(payload, prefix=b""):
+    """`prefix`: content the stream starts after (a Weft-Prefix), which the
+    zstd command takes as a raw-content dictionary."""
+    if not prefix:
+        return subprocess.run(["zstd", "-q", "-d", "-c"], input=payload, stdout=subprocess.PIPE, check=True).stdout
+    with tempfile.NamedTemporaryFile() as d:
+        d.write(prefix)
+        d.flush()
+        return subprocess.run(["zstd", "-q", "-d", "-c", "-D", d.name], input=payload, stdout=subprocess.PIPE,
+                              check=True).stdout
 
 
-def parse(body):
-    """[(digest, length, codec, bytes, payload_len)] of data frames; checks each digest."""
+def parse(body, prefix=b""):
+    """[(digest, length, codec, bytes, payload_len)] of data frames; checks
+    each digest. `prefix`: the body's Weft-Prefix content, if the hub
+    applied one."""
     out = []
     at = 0
     stream = b""  # the body's codec 2 payloads so far
@@ -47,7 +58,7 @@ def parse(body):
             # The body's codec 2 payloads are one zstd frame the sender never
             # ends: ended here, it decompresses to the chunks so far.
             stream += payload
-            chunk = unzstd(stream + LAST_BLOCK)[streamed:]
+            chunk = unzstd(stream + LAST_BLOCK, prefix)[streamed:]
             streamed += len(chunk)
         elif codec == 1:
             chunk = unzstd(payload)

@@ -12,6 +12,7 @@ independent reading of the frame format (frames.py).
 import hashlib
 import json
 import os
+import random
 import sys
 import time
 import unittest
@@ -250,6 +251,73 @@ class BatchedCallsTest(HubCase):
             self.error(self.s.post(self.base + "dir_chunks", params={"path": "data/dc"}, json=body), 400, "bad_request")
         self.error(self.s.post(self.base + "dir_chunks", params={"path": "data/dc"},
                                json={"files": [dict(files[0], name="../x")]}), 400, "bad_path")
+
+    def test_json_answers_go_zstd_compressed_to_clients_that_accept_it(self):
+        for i in range(30):
+            self.put("data/js/f%02d.bin" % i, os.urandom(100 * 1024))
+        names = ["f%02d.bin" % i for i in range(30)]
+
+        def ask(accept):
+            r = self.s.post(self.base + "manifests", params={"path": "data/js"}, json={"names": names},
+                            headers={"Accept-Encoding": accept}, stream=True)
+            self.assertEqual(r.status_code, 200)
+            return r, r.raw.read(decode_content=False)
+        r, plain = ask("identity")
+        self.assertNotIn("Content-Encoding", r.headers)
+        r, packed = ask("gzip, zstd")
+        self.assertEqual(r.headers["Content-Encoding"], "zstd")
+        self.assertEqual(r.headers["Vary"], "Accept-Encoding")
+        self.assertEqual(r.headers["Content-Type"], "application/json")
+        self.assertEqual(json.loads(frames.unzstd(packed)), json.loads(plain))
+        self.assertLess(len(packed), len(plain) / 2)  # hex digests and repeated keys
+        for refused in ("zstd;q=0", "gzip", "ZSTD;q=0.000"):
+            r, body = ask(refused)
+            self.assertNotIn("Content-Encoding", r.headers, refused)
+            self.assertEqual(json.loads(body)["entries"], json.loads(plain)["entries"])
+        r, _ = ask("gzip;q=1, Zstd;q=0.5")
+        self.assertEqual(r.headers["Content-Encoding"], "zstd")
+        # A small answer goes as it is.
+        r = self.s.get(self.base + "attr", params={"path": "data/js/f00.bin"}, headers={"Accept-Encoding": "zstd"})
+        self.assertNotIn("Content-Encoding", r.headers)
+
+    def test_a_prefix_the_spoke_holds_starts_the_stream(self):
+        rng = random.Random(4)
+        vocabulary = [rng.randbytes(rng.randint(2, 9)).hex().encode() for _ in range(2000)]
+
+        def sample():
+            return b" ".join(rng.choices(vocabulary, k=6000))
+        self.put("data/px/a.txt", sample())
+        self.put("data/px/b.txt", sample())
+        ms = self.call("POST", "manifests", params={"path": "data/px"}, json={"names": ["a.txt", "b.txt"]}).json()
+        a, b = (e["manifest"] for e in ms["entries"])
+        held = self.get("data/px/a.txt")  # what the spoke fetched before: a's chunks
+        prefix = ",".join(c["sha256"] for c in a["chunks"])
+        files = [{"name": "b.txt", "version": b["version"], "chunks": [c["sha256"] for c in b["chunks"]]}]
+        plain = self.call("POST", "dir_chunks", params={"path": "data/px"}, json={"files": files})
+        self.assertNotIn("Weft-Prefix", plain.headers)
+        r = self.call("POST", "dir_chunks", params={"path": "data/px"}, json={"files": files},
+                      headers={"Weft-Prefix": prefix})
+        self.assertEqual(r.headers["Weft-Prefix"], "applied")
+        got = frames.parse(r.content, held)
+        self.assertEqual(b"".join(g[3] for g in got), self.get("data/px/b.txt"))
+        self.assertLess(len(r.content), len(plain.content) * 3 / 4)  # b's words were in a
+        # The same for one file's chunks.
+        body = b"".join(bytes.fromhex(c["sha256"]) for c in b["chunks"])
+        r = self.call("POST", "chunks", params={"path": "data/px/b.txt", "version": b["version"]}, data=body,
+                      headers={"Weft-Prefix": prefix})
+        self.assertEqual(r.headers["Weft-Prefix"], "applied")
+        self.assertEqual(b"".join(g[3] for g in frames.parse(r.content, held)), self.get("data/px/b.txt"))
+        # A chunk the hub holds nowhere: the answer goes without a prefix.
+        unknown = prefix + "," + hashlib.sha256(b"never stored").hexdigest()
+        r = self.call("POST", "dir_chunks", params={"path": "data/px"}, json={"files": files},
+                      headers={"Weft-Prefix": unknown})
+        self.assertNotIn("Weft-Prefix", r.headers)
+        self.assertEqual(b"".join(g[3] for g in frames.parse(r.content)), self.get("data/px/b.txt"))
+        # Malformed, or more than 16 chunks.
+        for bad, status, code in (("zz", 400, "bad_request"), (prefix + ",", 400, "bad_request"),
+                                  (",".join([a["chunks"][0]["sha256"]] * 17), 413, "too_large")):
+            self.error(self.s.post(self.base + "dir_chunks", params={"path": "data/px"}, json={"files": files},
+                                   headers={"Weft-Prefix": bad}), status, code)
 
 
 class CommitTest(HubCase):
