@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <deque>
 #include <set>
 #include <unordered_set>
 
@@ -37,6 +38,31 @@ constexpr std::uint64_t kMaxRequestBytes = 8ull << 20;
 // The share of the chunk cache's RAM tier that may be on its way at once:
 // what is fetched ahead must still be there when it is read.
 constexpr std::uint64_t kCacheShare = 4;
+// Requests of a mount's plans on the wire at once; the rest of the window
+// waits its turn, in the plans' order. Requests on one link share it, so
+// all of a window sent at once arrives at once, its first files (the next
+// batch a job needs) as late as its last; three of an eighth of the window
+// (a round trip's worth of the link each, where the window is not at its
+// bounds) keep it busy and bring them in order.
+constexpr unsigned kFetchesOnWire = 3;
+// Plans of one read ask the ensemble this many times at most (it proposes
+// a few files per expert at a time) to fill the window.
+constexpr int kPlanRounds = 64;
+
+// A range of a file fetched ahead, counted in flight until it is in.
+struct Charged {
+  learn::FileId file = 0;
+  std::uint64_t from = 0, to = 0;
+};
+
+// A request of a plan: chunks of files (charged to the budget), or only
+// the manifests of files proposed beyond it.
+struct Fetch {
+  std::string dir;
+  std::vector<AheadFile> files;
+  std::vector<Charged> charged;
+  bool manifests_only = false;
+};
 
 }  // namespace
 
@@ -59,6 +85,10 @@ struct Learner {
   std::unordered_map<learn::ClientId, std::pair<std::string, SpokeHint>> hints;  // guarded by mu
   std::unordered_map<learn::FileId, std::uint64_t> in_flight;  // guarded by mu: bytes on their way
   std::uint64_t in_flight_bytes = 0;                           // guarded by mu
+  // Chunk requests planned and not sent yet (kFetchesOnWire), in order,
+  // each with the job it was planned for; and how many are on the wire.
+  std::deque<std::pair<learn::ClientId, Fetch>> queued;  // guarded by mu
+  unsigned on_wire = 0;                                        // guarded by mu
   std::vector<learn::Proposal> proposals;                      // guarded by mu: scratch
   // Files found wholly in the cache, and the cache's forgotten() then: they
   // still are while nothing has left it. The experts ask about the same
@@ -160,21 +190,6 @@ class MountResidency final : public learn::Residency {
   Learner& l_;
 };
 
-// A range of a file fetched ahead, counted in flight until it is in.
-struct Charged {
-  learn::FileId file = 0;
-  std::uint64_t from = 0, to = 0;
-};
-
-// A request of a plan: chunks of files (charged to the budget), or only
-// the manifests of files proposed beyond it.
-struct Fetch {
-  std::string dir;
-  std::vector<AheadFile> files;
-  std::vector<Charged> charged;
-  bool manifests_only = false;
-};
-
 AheadFile ahead_file(const Learner& l, learn::FileId id, std::uint64_t from, std::uint64_t to) {
   const Learner::File& f = l.files[id];
   AheadFile a;
@@ -194,7 +209,9 @@ void launch(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, l
 // With l.mu held: what `client` reads next, as fetch requests: proposals
 // best first until the bytes on their way would pass the window, and, for
 // all of them, one request per directory of the manifests not yet known
-// (first: the chunk requests then wait for it rather than ask each).
+// (first: the chunk requests then wait for it rather than ask each). The
+// ensemble proposes a few files per expert at a time, so it is asked
+// again while the window has room: a declared order fills it at once.
 std::vector<Fetch> plan(State& st, Mount& m, Learner& l, learn::ClientId client) {
   std::vector<Fetch> out;
   if (st.stopped || !st.cache_open.load(std::memory_order_acquire)) return out;
@@ -203,65 +220,90 @@ std::vector<Fetch> plan(State& st, Mount& m, Learner& l, learn::ClientId client)
     if (m.stopped) return out;
   }
   MountResidency residency(st, m, l);
-  l.proposals.clear();
-  l.ensemble.plan(client, l.now(), residency, l.proposals);
-  if (l.proposals.empty()) return out;
   const std::uint64_t budget = std::min(link_window(m), st.chunks->stats().ram_budget / kCacheShare);
-  std::vector<Fetch> manifests;
-  for (const learn::Proposal& p : l.proposals) {
-    const learn::FileId id = p.prediction.file;
-    if (l.files[id].version == 0 || l.in_flight.contains(id)) continue;
-    if (manifests.empty() || manifests.back().dir != l.files[id].dir)
-      manifests.push_back({l.files[id].dir, {}, {}, true});
-    manifests.back().files.push_back(ahead_file(l, id, 0, 0));
-  }
   const std::uint64_t request_bytes = std::clamp(budget / 8, kMinRequestBytes, kMaxRequestBytes);
+  std::vector<Fetch> manifests;
+  // From a standstill (nothing on its way: a job starts) the first requests
+  // are small and grow to request_bytes, doubling: the few on the wire share
+  // the link, and the first, the files the job reads first, arrives sooner.
+  std::uint64_t group_limit = l.in_flight_bytes == 0 ? kMinRequestBytes : request_bytes;
   std::uint64_t group_bytes = 0;
-  for (const learn::Proposal& p : l.proposals) {
-    const learn::FileId id = p.prediction.file;
-    if (l.in_flight.contains(id)) continue;  // another expert's proposal of it was taken
-    const Learner::File& f = l.files[id];
-    const std::uint64_t size = l.catalog.size(id);
-    std::uint64_t to = p.prediction.length ? std::min(size, p.prediction.offset + p.prediction.length) : size;
-    if (f.version == 0 || p.prediction.offset >= to) continue;
-    // From what is missing, a part of a large file at a time: its next
-    // part is proposed again.
-    const std::uint64_t from = residency.first_gap(id, p.prediction.offset, to);
-    if (from >= to) continue;
-    to = std::min(to, from + budget);
-    const std::uint64_t bytes = to - from;
-    if (l.in_flight_bytes > 0 && l.in_flight_bytes + bytes > budget) break;
-    l.in_flight[id] += bytes;
-    l.in_flight_bytes += bytes;
-    l.ensemble.issued(p.expert, bytes);
-    if (out.empty() || out.back().dir != f.dir || group_bytes >= request_bytes) {
-      out.push_back({f.dir, {}, {}, false});
-      group_bytes = 0;
+  bool room = true, took = true;
+  for (int round = 0; round < kPlanRounds && room && took; ++round) {
+    l.proposals.clear();
+    l.ensemble.plan(client, l.now(), residency, l.proposals);
+    took = false;
+    for (const learn::Proposal& p : l.proposals) {
+      const learn::FileId id = p.prediction.file;
+      if (l.files[id].version == 0 || l.in_flight.contains(id)) continue;
+      if (manifests.empty() || manifests.back().dir != l.files[id].dir)
+        manifests.push_back({l.files[id].dir, {}, {}, true});
+      manifests.back().files.push_back(ahead_file(l, id, 0, 0));
     }
-    out.back().files.push_back(ahead_file(l, id, from, to));
-    out.back().charged.push_back({id, from, to});
-    group_bytes += bytes;
+    for (const learn::Proposal& p : l.proposals) {
+      const learn::FileId id = p.prediction.file;
+      if (l.in_flight.contains(id)) continue;  // another expert's proposal of it was taken
+      const Learner::File& f = l.files[id];
+      const std::uint64_t size = l.catalog.size(id);
+      std::uint64_t to = p.prediction.length ? std::min(size, p.prediction.offset + p.prediction.length) : size;
+      if (f.version == 0 || p.prediction.offset >= to) continue;
+      // From what is missing, a part of a large file at a time: its next
+      // part is proposed again.
+      const std::uint64_t from = residency.first_gap(id, p.prediction.offset, to);
+      if (from >= to) continue;
+      to = std::min(to, from + budget);
+      const std::uint64_t bytes = to - from;
+      if (l.in_flight_bytes > 0 && l.in_flight_bytes + bytes > budget) {
+        room = false;
+        break;
+      }
+      l.in_flight[id] += bytes;
+      l.in_flight_bytes += bytes;
+      l.ensemble.issued(p.expert, bytes);
+      took = true;
+      if (out.empty() || out.back().dir != f.dir || group_bytes >= group_limit) {
+        if (!out.empty()) group_limit = std::min(request_bytes, 2 * group_limit);
+        out.push_back({f.dir, {}, {}, false});
+        group_bytes = 0;
+      }
+      out.back().files.push_back(ahead_file(l, id, from, to));
+      out.back().charged.push_back({id, from, to});
+      group_bytes += bytes;
+    }
   }
   out.insert(out.begin(), std::make_move_iterator(manifests.begin()), std::make_move_iterator(manifests.end()));
   return out;
 }
 
-// Fetches each request; when one is in, its bytes leave the budget and
-// the client's reading ahead goes on, unless part of it failed to arrive
-// (then the client's next read plans again: a file that cannot be fetched
-// is not asked for in a loop).
+// Asks for manifests at once; queues chunk requests, which go out in order
+// while fewer than kFetchesOnWire are on their way. When one is in, its
+// bytes leave the budget, the next queued goes out, and the client's
+// reading ahead goes on, unless part of it failed to arrive (then the
+// client's next read plans again: a file that cannot be fetched is not
+// asked for in a loop).
 void launch(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, learn::ClientId client,
             std::vector<Fetch> fetches) {
-  for (auto& f : fetches) {
-    if (f.manifests_only) {
-      fetch_manifests_ahead(st, m, std::move(f.dir), std::move(f.files));
-      continue;
+  Learner& l = *m->learner;
+  std::vector<std::pair<learn::ClientId, Fetch>> sending;
+  {
+    std::lock_guard lock(l.mu);
+    for (auto& f : fetches)
+      if (!f.manifests_only) l.queued.emplace_back(client, std::move(f));
+    while (l.on_wire < kFetchesOnWire && !l.queued.empty()) {
+      sending.push_back(std::move(l.queued.front()));
+      l.queued.pop_front();
+      ++l.on_wire;
     }
-    auto done = [st, m, client, charged = std::move(f.charged)] {
+  }
+  for (auto& f : fetches)
+    if (f.manifests_only) fetch_manifests_ahead(st, m, std::move(f.dir), std::move(f.files));
+  for (auto& [planned_for, f] : sending) {
+    auto done = [st, m, planned_for, charged = std::move(f.charged)] {
       Learner& l = *m->learner;
       std::vector<Fetch> next;
       {
         std::lock_guard lock(l.mu);
+        --l.on_wire;
         for (const Charged& c : charged) {
           auto it = l.in_flight.find(c.file);
           if (it == l.in_flight.end()) continue;
@@ -273,12 +315,14 @@ void launch(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, l
         const bool arrived = std::all_of(charged.begin(), charged.end(), [&](const Charged& c) {
           return residency.covered(c.file, c.from, c.to - c.from, learn::Outlook::unknown());
         });
-        if (arrived) next = plan(*st, *m, l, client);
+        if (arrived) next = plan(*st, *m, l, planned_for);
       }
       // Not from here: this runs as a fetch's last chunk lets go, and a
       // fetch with nothing to do ends at once (co_spawn may run inline).
-      if (!next.empty())
-        asio::post(st->executor, [st, m, client, next = std::move(next)]() mutable { launch(st, m, client, std::move(next)); });
+      // Launched even with nothing new: the next queued request goes out.
+      asio::post(st->executor, [st, m, planned_for, next = std::move(next)]() mutable {
+        launch(st, m, planned_for, std::move(next));
+      });
     };
     fetch_files_ahead(st, m, std::move(f.dir), std::move(f.files), std::move(done));
   }

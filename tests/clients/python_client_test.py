@@ -127,7 +127,8 @@ class SpokeTest(unittest.TestCase):
 
         for name in ("b.bin", "B.bin", "a.bin", "\u00e9t\u00e9.bin", "z-1.bin", "Z_2.bin", "sub/deep.bin"):
             put("plain/" + name, os.urandom(1000))
-        for d, files in (("header", 24), ("indexed", 16), ("indexed/sub", 8), ("workers", 16), ("spawned", 16)):
+        for d, files in (("header", 24), ("indexed", 16), ("indexed/sub", 8), ("workers", 16), ("spawned", 16),
+                         ("early", 12)):
             for i in range(files):
                 put("%s/%03d.bin" % (d, i), os.urandom(48 << 10))
         put("onlysub/x/y.bin", b"y")
@@ -165,11 +166,11 @@ class SpokeTest(unittest.TestCase):
         if not fetched_ahead(self.session, self.spoke, self.hub, want):
             self.fail("not fetched ahead: %s" % spoke_mount(self.session, self.spoke))
 
-    def assert_declared_and_fetched(self, ds, order):
-        """Reads the first sample of `order` (indices of `ds`): the rest are
-        fetched ahead, then read as cache hits, with the right bytes."""
+    def assert_declared_and_fetched(self, ds, order, since):
+        """Reads the first sample of `order` (indices of `ds`), declared when
+        the sampler's fetched bytes were `since`: the rest are fetched
+        ahead, then read as cache hits, with the right bytes."""
         keys = [ds.keys[i] for i in order]
-        since = sampler_fetched_bytes(self.session, self.spoke)
         self.assertEqual(ds[order[0]], self.data[keys[0]])
         self.assert_fetched_ahead(keys[1:], since)
         misses = self.misses()
@@ -199,26 +200,44 @@ class SpokeTest(unittest.TestCase):
     def test_seeded_sampler_is_fetched_ahead(self):
         ds = S3Dataset(BUCKET, "header/", **self.s3)
         sampler = WeftSampler(ds, num_replicas=2, rank=1, seed=3, drop_last=True)
+        since = sampler_fetched_bytes(self.session, self.spoke)
         sampler.set_epoch(1)
         order = list(sampler)
         self.assertEqual(order, sampler_order(24, 3, 1, 2, 1, True))
         self.assertEqual(ds.sampler_header(), "seed=3;epoch=1;world=2;rank=1;drop_last=1")
-        self.assert_declared_and_fetched(ds, order)
+        self.assert_declared_and_fetched(ds, order, since)
 
     def test_index_file_samplers_are_fetched_ahead(self):
         ds = S3Dataset(BUCKET, "indexed/", index_key="indexes/flat.txt", **self.s3)
+        since = sampler_fetched_bytes(self.session, self.spoke)
         order = list(WeftSampler(ds, num_replicas=2, rank=0, seed=5))
         self.assertEqual(order, sampler_order(len(self.flat_index), 5, 0, 2, 0))
         self.assertEqual(ds.sampler_header(), "seed=5;epoch=0;world=2;rank=0;drop_last=0;index=indexes/flat.txt")
-        self.assert_declared_and_fetched(ds, order)
+        self.assert_declared_and_fetched(ds, order, since)
         # Files in a subdirectory: the order is declared by a LIST of the
         # dataset's prefix (a GET's header would name the subdirectory).
         nested = S3Dataset(BUCKET, "indexed/", index_key="indexes/nested.txt", **self.s3)
+        lists = s3_requests(self.spoke).get("ListObjectsV2", 0)
+        since = sampler_fetched_bytes(self.session, self.spoke)
         order = list(WeftSampler(nested, seed=8))
         self.assertEqual(order, sampler_order(len(self.nested_index), 8, 0))
-        lists = s3_requests(self.spoke).get("ListObjectsV2", 0)
-        self.assert_declared_and_fetched(nested, order)
+        self.assert_declared_and_fetched(nested, order, since)
         self.assertEqual(s3_requests(self.spoke)["ListObjectsV2"], lists + 1)  # once, not per GET
+
+    def test_set_epoch_declares_before_any_read(self):
+        ds = S3Dataset(BUCKET, "early/", **self.s3)
+        sampler = WeftSampler(ds, seed=21)
+        since = sampler_fetched_bytes(self.session, self.spoke)
+        lists = s3_requests(self.spoke).get("ListObjectsV2", 0)
+        sampler.set_epoch(4)
+        self.assertEqual(s3_requests(self.spoke)["ListObjectsV2"], lists + 1)
+        order = list(sampler)  # the same order again: nothing more is sent
+        self.assertEqual(s3_requests(self.spoke)["ListObjectsV2"], lists + 1)
+        keys = [ds.keys[i] for i in order]
+        self.assert_fetched_ahead(keys, since)  # no GET yet
+        misses = self.misses()
+        self.assertEqual([ds[i] for i in order], [self.data[k] for k in keys])
+        self.assertEqual(self.misses(), misses)
 
     def answer(self, worker):
         """What a worker sends back; a failure, not a hang, if it died."""
@@ -246,11 +265,11 @@ class SpokeTest(unittest.TestCase):
             for d, (seed, epoch) in enumerate(((11, 2), (12, 3))):
                 ds = datasets[d]
                 sampler = WeftSampler(ds, num_replicas=2, rank=0, seed=seed)
+                since = sampler_fetched_bytes(self.session, self.spoke)
                 sampler.set_epoch(epoch)
                 order = list(sampler)
                 self.assertEqual(order, sampler_order(16, seed, epoch, 2, 0))
                 keys = [ds.keys[i] for i in order]
-                since = sampler_fetched_bytes(self.session, self.spoke)
                 workers[d][1].send((d, order[:1]))
                 self.assertEqual(self.answer(workers[d]), [self.data[keys[0]]])
                 self.assert_fetched_ahead(keys[1:], since)
@@ -372,8 +391,9 @@ class HttpSpokeTest(SpokeTest):
         r = self.session.put(self.spoke.url + "/api/v1/exports/data", json=dict(export, public_read=True))
         self.assertEqual(r.status_code, 200, r.text)
         ds = S3Dataset(BUCKET, "header/", **anonymous)
+        since = sampler_fetched_bytes(self.session, self.spoke)
         order = list(WeftSampler(ds, seed=4))
-        self.assert_declared_and_fetched(ds, order)
+        self.assert_declared_and_fetched(ds, order, since)
         # Reading is all a public-read export allows.
         self.assert_s3_error(lambda: save_checkpoint(b"x", BUCKET, "checkpoints/anonymous", **anonymous),
                              "AccessDenied")

@@ -5,6 +5,7 @@ _http.py). Both offer the same calls: get, list_dir, upload, download,
 close; headers given to get and list_dir go on that request only."""
 
 import io
+import os
 import threading
 
 from ._http import HttpStore
@@ -40,11 +41,37 @@ def make_store(endpoint_url, client_kwargs, transport=None):
     return Boto3Store(endpoint_url, client_kwargs)
 
 
+# One boto3 session per process for the clients it makes: a client of a
+# new session loads S3's service model again (some 30 ms of CPU, which each
+# DataLoader worker paid as it started, in the first batch's wait), while a
+# forked worker keeps its parent's session with the model loaded. Sessions
+# are not thread-safe, so clients are made under a lock (a fresh one in a
+# forked child: a thread of the parent may have held it).
+_session = None
+_session_lock = threading.Lock()
+
+
+def _new_lock_in_child():
+    global _session_lock
+    _session_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
+def _boto3_client(endpoint_url, client_kwargs):
+    global _session
+    with _session_lock:
+        if _session is None:
+            _session = boto3.session.Session()
+        return _session.client("s3", endpoint_url=endpoint_url, **(client_kwargs or {}))
+
+
 class Boto3Store:
     """boto3's client; its managed transfers for checkpoints."""
 
     def __init__(self, endpoint_url, client_kwargs):
-        self.client = boto3.session.Session().client("s3", endpoint_url=endpoint_url, **(client_kwargs or {}))
+        self.client = _boto3_client(endpoint_url, client_kwargs)
         self._extra = threading.local()
         self.client.meta.events.register("before-sign.s3", self._add_headers)
         self._transfer = boto3.s3.transfer.TransferConfig(multipart_threshold=SINGLE_PUT_MAX + 1,

@@ -68,9 +68,9 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
     alone: presigned URLs from client_kwargs' credentials, or anonymous for
     a public-read export) or None: boto3 where it imports, else http.
 
-    A WeftSampler declares its order through the dataset: its GETs then
-    carry the x-weft-sampler header, so a Weft spoke fetches ahead in that
-    order. The declaration is held in shared memory, so DataLoader workers
+    A WeftSampler declares its order through the dataset: to the spoke at
+    once (a LIST with the x-weft-sampler header), and on its GETs, so a
+    Weft spoke fetches ahead in that order. The declaration is held in shared memory, so DataLoader workers
     forked earlier (persistent_workers) see each new epoch's."""
 
     def __init__(self, bucket, prefix, endpoint_url=None, client_kwargs=None, transform=None, index_key=None,
@@ -108,18 +108,29 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
         extra = None
         if header and _directory(key) == self.prefix:
             extra = {SAMPLER_HEADER: header}
-        elif header and self._listed_with != header:
+        elif header:
             # The header on this GET would name the file's own directory;
             # a LIST of the dataset's prefix declares it for the dataset.
-            store.list_dir(self.bucket, self.prefix, headers={SAMPLER_HEADER: header}, max_keys=1)
-            self._listed_with = header
+            self._declare()
         data = store.get(self.bucket, key, headers=extra)
         return data if self.transform is None else self.transform(data)
 
+    def _declare(self):
+        """Declares the order to the spoke now, once per process and order:
+        a LIST of the dataset's prefix with the sampler header."""
+        header = self.sampler_header()
+        if header and self._listed_with != header:
+            self._s3().list_dir(self.bucket, self.prefix, headers={SAMPLER_HEADER: header}, max_keys=1)
+            self._listed_with = header
+
     def set_sampler_hint(self, seed, epoch, num_replicas, rank, drop_last):
-        """Declares the order a seeded sampler reads in (WeftSampler calls it)."""
+        """Declares the order a seeded sampler reads in (WeftSampler calls
+        it): to the spoke at once, so that it fetches ahead while the
+        DataLoader's workers start (set_epoch comes before the epoch's
+        first batch is asked for), and on the GETs that follow."""
         with self._sampler.get_lock():
             self._sampler[:] = [1, seed, epoch, num_replicas, rank, int(bool(drop_last))]
+        self._declare()
 
     def clear_sampler_hint(self):
         with self._sampler.get_lock():
