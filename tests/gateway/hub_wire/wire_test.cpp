@@ -23,6 +23,24 @@ std::span<const std::byte> bytes_of(const std::string& s) {
 
 Digest digest_of(const std::string& s) { return sha256(bytes_of(s)); }
 
+// Samples' annotations: words of one vocabulary, which a sample compressed
+// alone spells out again.
+class Annotations {
+ public:
+  explicit Annotations(unsigned seed) : rng_(seed) {
+    for (int i = 0; i < 2000; ++i) vocabulary_.push_back(random_bytes(4 + rng_() % 8, rng_()));
+  }
+  std::string text(std::size_t n) {
+    std::string s;
+    while (s.size() < n) s += vocabulary_[rng_() % vocabulary_.size()] + " ";
+    return s;
+  }
+
+ private:
+  std::mt19937 rng_;
+  std::vector<std::string> vocabulary_;
+};
+
 }  // namespace
 
 TEST_CASE("hex digests have one spelling") {
@@ -67,17 +85,8 @@ TEST_CASE("compressible chunks travel compressed, incompressible ones as zstd's 
 }
 
 TEST_CASE("a chunk compresses against the chunks before it in the body") {
-  // Two samples' annotations: words of one vocabulary, which a sample
-  // compressed alone spells out again.
-  std::mt19937 rng(3);
-  std::vector<std::string> vocabulary;
-  for (int i = 0; i < 2000; ++i) vocabulary.push_back(random_bytes(4 + rng() % 8, rng()));
-  auto text = [&](std::size_t n) {
-    std::string s;
-    while (s.size() < n) s += vocabulary[rng() % vocabulary.size()] + " ";
-    return s;
-  };
-  const std::string first = text(60000), second = text(60000);
+  Annotations samples(3);
+  const std::string first = samples.text(60000), second = samples.text(60000);
   std::string own_body;
   const std::size_t second_alone = FrameWriter(own_body).data(digest_of(second), bytes_of(second));
   std::string wire;
@@ -105,16 +114,9 @@ TEST_CASE("a chunk compresses against the chunks before it in the body") {
 }
 
 TEST_CASE("a body written after a prefix the reader holds compresses against it, and decodes only with it") {
-  std::mt19937 rng(5);
-  std::vector<std::string> vocabulary;
-  for (int i = 0; i < 2000; ++i) vocabulary.push_back(random_bytes(4 + rng() % 8, rng()));
-  auto text = [&](std::size_t n) {
-    std::string s;
-    while (s.size() < n) s += vocabulary[rng() % vocabulary.size()] + " ";
-    return s;
-  };
+  Annotations samples(5);
   // The prefix: what an earlier body brought; the chunk: the next sample.
-  const std::string earlier = text(100000), chunk = text(60000);
+  const std::string earlier = samples.text(100000), chunk = samples.text(60000);
   std::string plain_body, body;
   const std::size_t alone = FrameWriter(plain_body).data(digest_of(chunk), bytes_of(chunk));
   const std::size_t after_prefix = FrameWriter(body, earlier).data(digest_of(chunk), bytes_of(chunk));
@@ -130,7 +132,7 @@ TEST_CASE("a body written after a prefix the reader holds compresses against it,
   CHECK(reader.empty());
 
   // Without the prefix, or with other bytes, the body does not decode.
-  for (const std::string& other : {std::string(), text(100000)}) {
+  for (const std::string& other : {std::string(), samples.text(100000)}) {
     FrameReader wrong(other);
     wrong.append(body);
     CHECK_FALSE(wrong.next(&error));
