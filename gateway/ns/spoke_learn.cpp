@@ -41,10 +41,12 @@ constexpr std::uint64_t kCacheShare = 4;
 // Requests of a mount's plans on the wire at once; the rest of the window
 // waits its turn, in the plans' order. Requests on one link share it, so
 // all of a window sent at once arrives at once, its first files (the next
-// batch a job needs) as late as its last; three of an eighth of the window
-// (a round trip's worth of the link each, where the window is not at its
-// bounds) keep it busy and bring them in order.
-constexpr unsigned kFetchesOnWire = 3;
+// batch a job needs) as late as its last. From a standstill two go out,
+// one more as each comes in, up to the whole window's eight (what keeps
+// a fast reader's link busy while each request waits its round trip and
+// the hub's compression): the first files first, then the link's rate.
+constexpr unsigned kMinFetchesOnWire = 2;
+constexpr unsigned kMaxFetchesOnWire = 8;
 // Plans of one read ask the ensemble this many times at most (it proposes
 // a few files per expert at a time) to fill the window.
 constexpr int kPlanRounds = 64;
@@ -85,10 +87,12 @@ struct Learner {
   std::unordered_map<learn::ClientId, std::pair<std::string, SpokeHint>> hints;  // guarded by mu
   std::unordered_map<learn::FileId, std::uint64_t> in_flight;  // guarded by mu: bytes on their way
   std::uint64_t in_flight_bytes = 0;                           // guarded by mu
-  // Chunk requests planned and not sent yet (kFetchesOnWire), in order,
-  // each with the job it was planned for; and how many are on the wire.
+  // Chunk requests planned and not sent yet, in order, each with the job
+  // it was planned for; how many are on the wire, and may be
+  // (kMinFetchesOnWire..kMaxFetchesOnWire).
   std::deque<std::pair<learn::ClientId, Fetch>> queued;  // guarded by mu
-  unsigned on_wire = 0;                                        // guarded by mu
+  unsigned on_wire = 0;                                  // guarded by mu
+  unsigned wire_limit = kMinFetchesOnWire;               // guarded by mu
   std::vector<learn::Proposal> proposals;                      // guarded by mu: scratch
   // Files found wholly in the cache, and the cache's forgotten() then: they
   // still are while nothing has left it. The experts ask about the same
@@ -276,8 +280,8 @@ std::vector<Fetch> plan(State& st, Mount& m, Learner& l, learn::ClientId client)
 }
 
 // Asks for manifests at once; queues chunk requests, which go out in order
-// while fewer than kFetchesOnWire are on their way. When one is in, its
-// bytes leave the budget, the next queued goes out, and the client's
+// while fewer than the limit are on their way. When one is in, its bytes
+// leave the budget, the limit grows, the next queued go out, and the client's
 // reading ahead goes on, unless part of it failed to arrive (then the
 // client's next read plans again: a file that cannot be fetched is not
 // asked for in a loop).
@@ -287,9 +291,10 @@ void launch(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, l
   std::vector<std::pair<learn::ClientId, Fetch>> sending;
   {
     std::lock_guard lock(l.mu);
+    if (l.on_wire == 0 && l.queued.empty()) l.wire_limit = kMinFetchesOnWire;  // a standstill
     for (auto& f : fetches)
       if (!f.manifests_only) l.queued.emplace_back(client, std::move(f));
-    while (l.on_wire < kFetchesOnWire && !l.queued.empty()) {
+    while (l.on_wire < l.wire_limit && !l.queued.empty()) {
       sending.push_back(std::move(l.queued.front()));
       l.queued.pop_front();
       ++l.on_wire;
@@ -304,6 +309,7 @@ void launch(const std::shared_ptr<State>& st, const std::shared_ptr<Mount>& m, l
       {
         std::lock_guard lock(l.mu);
         --l.on_wire;
+        l.wire_limit = std::min(kMaxFetchesOnWire, l.wire_limit + 1);
         for (const Charged& c : charged) {
           auto it = l.in_flight.find(c.file);
           if (it == l.in_flight.end()) continue;
