@@ -22,6 +22,7 @@ import os
 import pathlib
 import sys
 import threading
+import time
 import unittest
 from unittest import mock
 
@@ -37,6 +38,7 @@ from hubsite import (Site, Spoke, fetched_ahead, hub_put, rest, run_tests, sampl
 from weft_data import (CheckpointSaver, S3Dataset, S3Error, WeftSampler, load_checkpoint,  # noqa: E402
                        save_checkpoint)
 import weft_data._s3  # noqa: E402
+import weft_data.checkpoint  # noqa: E402
 from weft_data._torch import torch  # noqa: E402
 
 WEFT = None
@@ -60,6 +62,15 @@ def s3_requests(site):
         if line.startswith('weft_s3_requests_total{op="'):
             counts[line.split('"')[1]] = float(line.rpartition(" ")[2])
     return counts
+
+
+def s3_requests_reach(site, op, count):
+    """s3_requests(site)[op] once it is `count` (a request is counted as its
+    answer goes out, after the client may have it), or after 5 s."""
+    deadline = time.monotonic() + 5
+    while s3_requests(site).get(op, 0) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return s3_requests(site).get(op, 0)
 
 
 class SamplerOrderTest(unittest.TestCase):
@@ -222,7 +233,7 @@ class SpokeTest(unittest.TestCase):
         order = list(WeftSampler(nested, seed=8))
         self.assertEqual(order, sampler_order(len(self.nested_index), 8, 0))
         self.assert_declared_and_fetched(nested, order, since)
-        self.assertEqual(s3_requests(self.spoke)["ListObjectsV2"], lists + 1)  # once, not per GET
+        self.assertEqual(s3_requests_reach(self.spoke, "ListObjectsV2", lists + 1), lists + 1)  # once, not per GET
 
     def test_set_epoch_declares_before_any_read(self):
         ds = S3Dataset(BUCKET, "early/", **self.s3)
@@ -230,14 +241,14 @@ class SpokeTest(unittest.TestCase):
         since = sampler_fetched_bytes(self.session, self.spoke)
         lists = s3_requests(self.spoke).get("ListObjectsV2", 0)
         sampler.set_epoch(4)
-        self.assertEqual(s3_requests(self.spoke)["ListObjectsV2"], lists + 1)
+        self.assertEqual(s3_requests_reach(self.spoke, "ListObjectsV2", lists + 1), lists + 1)
         order = list(sampler)  # the same order again: nothing more is sent
-        self.assertEqual(s3_requests(self.spoke)["ListObjectsV2"], lists + 1)
         keys = [ds.keys[i] for i in order]
         self.assert_fetched_ahead(keys, since)  # no GET yet
         misses = self.misses()
         self.assertEqual([ds[i] for i in order], [self.data[k] for k in keys])
         self.assertEqual(self.misses(), misses)
+        self.assertEqual(s3_requests(self.spoke)["ListObjectsV2"], lists + 1)
 
     def answer(self, worker):
         """What a worker sends back; a failure, not a hang, if it died."""
@@ -295,11 +306,12 @@ class SpokeTest(unittest.TestCase):
         # Past the largest single PUT (lowered here from S3's 5 GiB): in parts.
         with mock.patch.object(weft_data._s3, "SINGLE_PUT_MAX", 16 << 20):
             self.assertEqual(save_checkpoint(huge, BUCKET, "checkpoints/run/step-200", **self.s3), len(huge))
-        after = s3_requests(self.spoke)
         # Two in one PUT each, the third in three 8 MiB parts (the last one 4 MiB).
-        self.assertEqual({op: after[op] - before[op] for op in ("CreateMultipartUpload", "UploadPart",
-                                                                "CompleteMultipartUpload", "PutObject")},
-                         {"CreateMultipartUpload": 1, "UploadPart": 3, "CompleteMultipartUpload": 1, "PutObject": 2})
+        expected = {"CreateMultipartUpload": 1, "UploadPart": 3, "CompleteMultipartUpload": 1, "PutObject": 2}
+        for op, count in expected.items():
+            s3_requests_reach(self.spoke, op, before.get(op, 0) + count)
+        after = s3_requests(self.spoke)
+        self.assertEqual({op: after[op] - before.get(op, 0) for op in expected}, expected)
         for key, body in (("step-100", big), ("small", b"small"), ("step-200", huge)):
             self.assertEqual(load_checkpoint(BUCKET, "checkpoints/run/" + key, raw=True, **self.s3), body)
         # Committed to the hub.
@@ -317,9 +329,13 @@ class SpokeTest(unittest.TestCase):
             self.assertTrue(done.done())  # the second save waited for the first
             expected = bytes(second)
             second[:4] = b"XXXX"
-            # The upload's thread yields the CPU to the loop (Linux: a thread's own priority).
+            # The upload runs in a process of its own (forked: the loop's
+            # interpreter lock stays the loop's), yielding the CPU to the loop.
             niceness = lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())  # noqa: E731
-            self.assertEqual(saver._pool.submit(niceness).result(), min(19, niceness() + 10))
+            with mock.patch.object(weft_data.checkpoint, "_upload", lambda *args: (os.getpid(), niceness())):
+                pid, nice = saver.save(b"x", BUCKET, "checkpoints/bg/unused").result()
+            self.assertNotEqual(pid, os.getpid())
+            self.assertEqual(nice, min(19, niceness() + 10))
         self.assertEqual((done.result(), later.result()), (len(first), len(expected)))
         self.assertEqual(load_checkpoint(BUCKET, "checkpoints/bg/first", raw=True, **self.s3), first)
         self.assertEqual(load_checkpoint(BUCKET, "checkpoints/bg/second", raw=True, **self.s3), expected)

@@ -1,7 +1,8 @@
 // libFuzzer target: the hub protocol's chunk frame decoder (and the JSON
 // forms of attributes and manifests) on arbitrary bytes. The decoder must
 // never crash, never allocate past its limits, and return only frames whose
-// bytes match their digest; what it returns must survive a re-encode.
+// bytes match their digest; what it returns must survive a re-encode
+// (after a prefix).
 #include "gateway/hub_wire/wire.hpp"
 
 #include <nlohmann/json.hpp>
@@ -17,7 +18,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t step = size ? (data[0] % 61) + 1 : 1;
   FrameReader reader;
   std::string reencoded;
-  FrameWriter writer(reencoded, 1);
+  // Re-encoded after a prefix (the input's first bytes), as a hub answers a
+  // spoke that names chunks it holds; read back with the same prefix.
+  const std::string prefix(input.substr(0, 256));
+  FrameWriter writer(reencoded, prefix);
   std::optional<Error> error;
   for (std::size_t at = 0; at < size && !error; at += step) {
     reader.append(input.substr(at, step));
@@ -32,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
     }
   }
-  FrameReader again;
+  FrameReader again(prefix);
   again.append(reencoded);
   std::optional<Error> again_error;
   while (again.next(&again_error)) {

@@ -29,7 +29,11 @@ class S3Error(Exception):
 
     def __init__(self, status, code, message, resource):
         super().__init__("%s (%d) on %s: %s" % (code, status, resource, message))
-        self.status, self.code, self.message = status, code, message
+        self.status, self.code, self.message, self.resource = status, code, message, resource
+
+    def __reduce__(self):
+        # Pickled whole (a checkpoint's upload process hands it to its saver).
+        return S3Error, (self.status, self.code, self.message, self.resource)
 
 
 def quote(text, safe=""):
