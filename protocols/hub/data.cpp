@@ -6,6 +6,7 @@
 #include "protocols/hub/hub.hpp"
 
 #include "gateway/metrics/metrics.hpp"
+#include "gateway/text/lists.hpp"
 
 #include <cstring>
 #include <algorithm>
@@ -149,18 +150,12 @@ asio::awaitable<rest::Expected<std::string>> stream_prefix(Request& r) {
   const std::string* header = r.c.header("weft-prefix");
   if (!header) co_return std::string();
   std::vector<ns::Sha256> digests;
-  for (std::string_view rest = *header;;) {
-    const std::size_t comma = rest.find(',');
-    std::string_view item = rest.substr(0, comma);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+  for (std::string_view item : text::split_list(*header)) {
     auto d = wire::from_hex(item);
     if (!d) co_return rest::bad_request("Weft-Prefix: SHA-256 digests in hex, comma-separated");
     if (digests.size() == kMaxPrefixChunks)
       co_return rest::too_large("Weft-Prefix: at most " + std::to_string(kMaxPrefixChunks) + " chunks");
     digests.push_back(*d);
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
   }
   std::string prefix;
   for (const auto& d : digests) {

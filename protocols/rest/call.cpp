@@ -4,6 +4,8 @@
 #include "protocols/rest/auth.hpp"
 #include "protocols/rest/jobs.hpp"
 
+#include "gateway/text/lists.hpp"
+
 #include <zstd.h>
 
 #include <algorithm>
@@ -40,31 +42,22 @@ constexpr std::size_t kCompressFrom = 1024;
 // 12.5.3: "gzip, zstd;q=0.5"; q=0 refuses a coding).
 bool accepts_coding(const std::string* header, std::string_view coding) {
   if (!header) return false;
-  auto trim = [](std::string_view v) {
-    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-    return v;
-  };
   auto same = [](std::string_view a, std::string_view b) {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
              return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
            });
   };
-  for (std::string_view rest = *header;;) {
-    const std::size_t comma = rest.find(',');
-    const std::string_view element = rest.substr(0, comma);
+  for (std::string_view element : text::split_list(*header)) {
     const std::size_t semi = element.find(';');
-    if (same(trim(element.substr(0, semi)), coding)) {
-      if (semi == std::string_view::npos) return true;
-      const std::string_view weight = trim(element.substr(semi + 1));
-      // q=0, q=0.0, ... refuse it; any other weight takes it.
-      if (!(weight.size() >= 3 && (weight[0] == 'q' || weight[0] == 'Q') && weight[1] == '=' &&
-            weight.find_first_not_of("0.", 2) == std::string_view::npos))
-        return true;
-    }
-    if (comma == std::string_view::npos) return false;
-    rest.remove_prefix(comma + 1);
+    if (!same(text::trim_ows(element.substr(0, semi)), coding)) continue;
+    if (semi == std::string_view::npos) return true;
+    const std::string_view weight = text::trim_ows(element.substr(semi + 1));
+    // q=0, q=0.0, ... refuse it; any other weight takes it.
+    if (!(weight.size() >= 3 && (weight[0] == 'q' || weight[0] == 'Q') && weight[1] == '=' &&
+          weight.find_first_not_of("0.", 2) == std::string_view::npos))
+      return true;
   }
+  return false;
 }
 
 }  // namespace
