@@ -70,8 +70,9 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
 
     A WeftSampler declares its order through the dataset: to the spoke at
     once (a LIST with the x-weft-sampler header), and on its GETs, so a
-    Weft spoke fetches ahead in that order. The declaration is held in shared memory, so DataLoader workers
-    forked earlier (persistent_workers) see each new epoch's."""
+    Weft spoke fetches ahead in that order. The declaration is held in
+    shared memory, so DataLoader workers forked earlier
+    (persistent_workers) see each new epoch's."""
 
     def __init__(self, bucket, prefix, endpoint_url=None, client_kwargs=None, transform=None, index_key=None,
                  transport=None):
@@ -111,14 +112,13 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
         elif header:
             # The header on this GET would name the file's own directory;
             # a LIST of the dataset's prefix declares it for the dataset.
-            self._declare()
+            self._declare(header)
         data = store.get(self.bucket, key, headers=extra)
         return data if self.transform is None else self.transform(data)
 
-    def _declare(self):
-        """Declares the order to the spoke now, once per process and order:
-        a LIST of the dataset's prefix with the sampler header."""
-        header = self.sampler_header()
+    def _declare(self, header):
+        """Declares the order `header` states to the spoke now, once per
+        process and order: a LIST of the dataset's prefix with it."""
         if header and self._listed_with != header:
             self._s3().list_dir(self.bucket, self.prefix, headers={SAMPLER_HEADER: header}, max_keys=1)
             self._listed_with = header
@@ -130,7 +130,7 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
         first batch is asked for), and on the GETs that follow."""
         with self._sampler.get_lock():
             self._sampler[:] = [1, seed, epoch, num_replicas, rank, int(bool(drop_last))]
-        self._declare()
+        self._declare(self.sampler_header())
 
     def clear_sampler_hint(self):
         with self._sampler.get_lock():
