@@ -414,6 +414,35 @@ class HttpSpokeTest(SpokeTest):
         self.assert_s3_error(lambda: save_checkpoint(b"x", BUCKET, "checkpoints/anonymous", **anonymous),
                              "AccessDenied")
 
+    def test_default_transport(self):
+        """transport=None: http.client where the arguments allow it, signed
+        with boto3's credential chain where they give no credentials (here
+        a shared credentials file, which only boto3 reads); boto3 where they
+        hold its config."""
+        default = dict(self.s3, transport=None)
+        ds = S3Dataset(BUCKET, "plain/", **default)
+        self.assertIsInstance(ds._s3(), weft_data._s3.HttpStore)
+        self.assertEqual(ds[0], self.data[ds.keys[0]])
+        with_config = dict(default["client_kwargs"], config=botocore.config.Config(s3={"addressing_style": "path"}))
+        self.assertIsInstance(S3Dataset(BUCKET, "plain/", **dict(default, client_kwargs=with_config))._s3(),
+                              weft_data._s3.Boto3Store)
+        shared = self.spoke.tmp / "aws-credentials"
+        environment = {name: value for name, value in os.environ.items()
+                       if name not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")}
+        environment.update(AWS_SHARED_CREDENTIALS_FILE=str(shared), AWS_CONFIG_FILE=os.devnull,
+                           AWS_EC2_METADATA_DISABLED="true")
+        no_credentials = dict(default, client_kwargs={"region_name": "us-east-1"})
+        for secret, error in ((self.spoke.credentials["secret_access_key"], None), ("wrong", "SignatureDoesNotMatch")):
+            shared.write_text("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n" % (
+                self.spoke.credentials["access_key_id"], secret))
+            # A new session: one per process otherwise, holding what it found.
+            with mock.patch.dict(os.environ, environment, clear=True), mock.patch.object(weft_data._s3, "_session", None):
+                if error:
+                    self.assert_s3_error(lambda: S3Dataset(BUCKET, "plain/", **no_credentials), error)
+                else:
+                    ds = S3Dataset(BUCKET, "plain/", **no_credentials)
+                    self.assertEqual(ds[1], self.data[ds.keys[1]])
+
     def test_works_where_boto3_does_not_import(self):
         script = """
 import sys

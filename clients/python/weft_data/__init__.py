@@ -1,9 +1,10 @@
 """Training data and checkpoints over S3 from a Weft spoke: S3Dataset and
 WeftSampler (whose order the spoke fetches ahead), save_checkpoint,
-CheckpointSaver (the same in the background) and load_checkpoint. Uses
-boto3 where it imports, else the standard library (transport="http":
-presigned URLs, or anonymous for a public-read export); uses torch when it
-imports."""
+CheckpointSaver (the same in the background) and load_checkpoint. Makes
+its requests with the standard library (presigned URLs, or anonymous for a
+public-read export), with boto3's credential chain where boto3 imports, or
+with boto3 (transport="boto3", or client_kwargs only boto3 takes); uses
+torch when it imports."""
 
 from ._http import S3Error
 from .checkpoint import CheckpointSaver, load_checkpoint, save_checkpoint

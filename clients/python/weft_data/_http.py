@@ -5,7 +5,9 @@ presigned URL (query-string authentication, so an extra header such as the
 sampler hint rides along unsigned) or, without credentials, anonymous, as a
 public-read export serves it. Nothing in the standard library signs S3
 requests (botocore does, and it is what this transport goes without), hence
-the small signer here; it follows the SigV4 query-string specification."""
+the small signer here; it follows the SigV4 query-string specification.
+It is also the package's default where boto3 imports (see _s3.py): boto3
+then only finds the credentials."""
 
 import concurrent.futures
 import contextlib
@@ -19,7 +21,7 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 
 PRESIGN_EXPIRES = 900  # seconds; each URL is made just before it is used
-_KWARGS = {"region_name", "aws_access_key_id", "aws_secret_access_key", "aws_session_token"}
+HTTP_KWARGS = {"region_name", "aws_access_key_id", "aws_secret_access_key", "aws_session_token"}
 _DROPPED = (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected)
 
 
@@ -57,14 +59,14 @@ class HttpStore:
     bytes, else multipart in parts of `part_size`, `parallel` at a time (a
     failed one is aborted); downloads in one GET."""
 
-    def __init__(self, endpoint_url, client_kwargs, single_put_max, part_size, parallel):
+    def __init__(self, endpoint_url, client_kwargs, single_put_max, part_size, parallel, credentials=None):
         self._opened = []  # (pid, connection): close() ends them all, the upload threads' too
         self._opened_lock = threading.Lock()
         self._local = threading.local()
-        unknown = set(client_kwargs) - _KWARGS
+        unknown = set(client_kwargs) - HTTP_KWARGS
         if unknown:
             raise TypeError("the http transport takes client_kwargs %s, not %s"
-                            % (", ".join(sorted(_KWARGS)), ", ".join(sorted(unknown))))
+                            % (", ".join(sorted(HTTP_KWARGS)), ", ".join(sorted(unknown))))
         if not endpoint_url:
             raise ValueError("the http transport needs endpoint_url (the gateway's S3 address)")
         url = urllib.parse.urlsplit(endpoint_url)
@@ -80,6 +82,9 @@ class HttpStore:
         self._token = client_kwargs.get("aws_session_token") or env.get("AWS_SESSION_TOKEN")
         self._region = (client_kwargs.get("region_name") or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
                         or "us-east-1")
+        # Credentials found elsewhere (boto3's chain, make_store), asked
+        # for at each request: temporary ones are renewed as they expire.
+        self._chain = credentials
         if bool(self._key) != bool(self._secret):
             raise ValueError("the http transport needs both aws_access_key_id and aws_secret_access_key, or neither "
                              "(anonymous, for a public-read export)")
@@ -91,20 +96,24 @@ class HttpStore:
         """The request target: the path, and the query signed when there are credentials."""
         path = self._base + "/" + quote(bucket) + ("/" + quote(key, safe="/") if key else "")
         pairs = [(quote(k), quote(v)) for k, v in query.items()]
-        if self._key:
+        key_id, secret, token = self._key, self._secret, self._token
+        if self._chain is not None:
+            frozen = self._chain.get_frozen_credentials()
+            key_id, secret, token = frozen.access_key, frozen.secret_key, frozen.token
+        if key_id:
             now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
             scope = "%s/%s/s3/aws4_request" % (now[:8], self._region)
-            signing = [("X-Amz-Algorithm", "AWS4-HMAC-SHA256"), ("X-Amz-Credential", self._key + "/" + scope),
+            signing = [("X-Amz-Algorithm", "AWS4-HMAC-SHA256"), ("X-Amz-Credential", key_id + "/" + scope),
                        ("X-Amz-Date", now), ("X-Amz-Expires", str(PRESIGN_EXPIRES)), ("X-Amz-SignedHeaders", "host")]
-            if self._token:
-                signing.append(("X-Amz-Security-Token", self._token))
+            if token:
+                signing.append(("X-Amz-Security-Token", token))
             pairs += [(quote(k), quote(v)) for k, v in signing]
             pairs.sort()
             canonical_query = "&".join("%s=%s" % p for p in pairs)
             canonical = "\n".join((method, path, canonical_query, "host:" + self._host, "", "host",
                                    "UNSIGNED-PAYLOAD"))
             to_sign = "\n".join(("AWS4-HMAC-SHA256", now, scope, hashlib.sha256(canonical.encode()).hexdigest()))
-            key = _hmac(("AWS4" + self._secret).encode(), now[:8])
+            key = _hmac(("AWS4" + secret).encode(), now[:8])
             for part in (self._region, "s3", "aws4_request"):
                 key = _hmac(key, part)
             pairs.append(("X-Amz-Signature", _hmac(key, to_sign).hex()))

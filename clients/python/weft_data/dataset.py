@@ -66,7 +66,10 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
     the bytes. ds.keys holds the objects' keys. `transport` is "boto3"
     (client_kwargs go to boto3's client), "http" (the standard library
     alone: presigned URLs from client_kwargs' credentials, or anonymous for
-    a public-read export) or None: boto3 where it imports, else http.
+    a public-read export) or None: http, with boto3's credential chain
+    where boto3 imports and client_kwargs give none; boto3 where
+    client_kwargs hold what only boto3 takes (`config`) or there is no
+    endpoint_url (_s3.py).
 
     A WeftSampler declares its order through the dataset: to the spoke at
     once (a LIST with the x-weft-sampler header), and on its GETs, so a
