@@ -8,10 +8,10 @@ std::string_view trim_ows(std::string_view s) {
   return s;
 }
 
-std::vector<std::string_view> split_list(std::string_view list) {
+std::vector<std::string_view> split_list(std::string_view list, char separator) {
   std::vector<std::string_view> out;
   for (;;) {
-    const std::size_t comma = list.find(',');
+    const std::size_t comma = list.find(separator);
     out.push_back(trim_ows(list.substr(0, comma)));
     if (comma == std::string_view::npos) return out;
     list.remove_prefix(comma + 1);

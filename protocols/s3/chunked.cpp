@@ -1,5 +1,7 @@
 #include "protocols/s3/chunked.hpp"
 
+#include "gateway/text/lists.hpp"
+
 #include <algorithm>
 #include <cctype>
 
@@ -15,12 +17,6 @@ int hex_digit(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 }  // namespace
@@ -125,7 +121,7 @@ AwsChunkedDecoder::Error AwsChunkedDecoder::on_trailer_line(Sink& sink) {
   if (colon == std::string::npos || colon == 0) return Error::malformed;
   std::string name = line_.substr(0, colon);
   for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (!sink.trailer(name, trim(std::string_view(line_).substr(colon + 1)))) return Error::rejected;
+  if (!sink.trailer(name, text::trim_ows(std::string_view(line_).substr(colon + 1)))) return Error::rejected;
   return Error::none;
 }
 

@@ -1,5 +1,6 @@
 #include "protocols/s3/conditions.hpp"
 
+#include "gateway/text/lists.hpp"
 #include "protocols/s3/dates.hpp"
 
 #include <charconv>
@@ -12,12 +13,8 @@ namespace {
 bool etag_listed(std::string_view list, std::string_view etag) {
   std::string_view bare = etag;
   if (bare.size() >= 2 && bare.front() == '"') bare = bare.substr(1, bare.size() - 2);
-  while (!list.empty()) {
-    std::size_t comma = list.find(',');
-    std::string_view item = list.substr(0, comma);
-    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+  for (std::string_view item : text::split_list(list)) {
+    if (item.empty()) continue;
     if (item.starts_with("W/")) item.remove_prefix(2);
     if (item.size() >= 2 && item.front() == '"' && item.back() == '"') item = item.substr(1, item.size() - 2);
     if (item == "*" || item == bare) return true;

@@ -1,5 +1,6 @@
 #include "protocols/s3/meta.hpp"
 
+#include "gateway/text/lists.hpp"
 #include "protocols/s3/dates.hpp"
 #include "protocols/s3/sigv4.hpp"
 
@@ -33,12 +34,7 @@ constexpr StoredHeader kStored[] = {
 // request, not the object.
 std::string strip_aws_chunked(std::string_view v) {
   std::string out;
-  while (!v.empty()) {
-    std::size_t comma = v.find(',');
-    std::string_view item = v.substr(0, comma);
-    v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+  for (std::string_view item : text::split_list(v)) {
     if (item.empty() || item == "aws-chunked") continue;
     if (!out.empty()) out += ",";
     out += item;

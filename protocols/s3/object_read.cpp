@@ -1,6 +1,7 @@
 // Reading objects: GetObject (ranges, part numbers, conditional headers,
 // response-* overrides), HeadObject and GetObjectTagging. Content streams
 // from the namespace in blocks; nothing holds a whole large object.
+#include "gateway/text/lists.hpp"
 #include "protocols/s3/conditions.hpp"
 #include "protocols/s3/dates.hpp"
 #include "protocols/s3/handlers.hpp"
@@ -284,12 +285,8 @@ constexpr std::array<std::string_view, 5> kAttributes{"ETag", "Checksum", "Objec
 std::optional<std::array<bool, kAttributes.size()>> wanted_attributes(std::string_view text) {
   std::array<bool, kAttributes.size()> wanted{};
   bool any = false;
-  while (!text.empty()) {
-    std::size_t comma = text.find(',');
-    std::string_view name = text.substr(0, comma);
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
-    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+  for (std::string_view name : text::split_list(text)) {
+    if (name.empty()) continue;
     auto it = std::find(kAttributes.begin(), kAttributes.end(), name);
     if (it == kAttributes.end()) return std::nullopt;
     wanted[static_cast<std::size_t>(it - kAttributes.begin())] = true;

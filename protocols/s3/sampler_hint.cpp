@@ -1,6 +1,7 @@
 #include "protocols/s3/sampler_hint.hpp"
 
 #include "gateway/ns/index_file.hpp"
+#include "gateway/text/lists.hpp"
 #include "protocols/http/uri.hpp"
 #include "protocols/s3/keys.hpp"
 #include "protocols/s3/meta.hpp"
@@ -27,12 +28,7 @@ boost::system::result<SamplerHeader, Error> parse_sampler(std::string_view v) {
   ns::SpokeHint::Seeded spec;
   bool has_seed = false, has_other = false;
   SamplerHeader out;
-  while (!v.empty()) {
-    const std::size_t semi = v.find(';');
-    std::string_view item = v.substr(0, semi);
-    v = semi == std::string_view::npos ? std::string_view() : v.substr(semi + 1);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+  for (std::string_view item : text::split_list(v, ';')) {
     if (item.empty()) continue;
     const std::size_t eq = item.find('=');
     if (eq == std::string_view::npos) return malformed("\"" + std::string(item) + "\" is not NAME=VALUE");

@@ -1,5 +1,6 @@
 #include "protocols/s3/sigv2.hpp"
 
+#include "gateway/text/lists.hpp"
 #include "protocols/s3/checksum.hpp"
 
 #include <openssl/evp.h>
@@ -23,12 +24,6 @@ constexpr std::array<std::string_view, 37> kSubresources{
     "storageClass", "tagging", "torrent", "uploadId", "uploads", "versionId", "versioning",
     "versions", "website", "retention", "legal-hold"};
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 std::optional<AuthorizationHeader> parse_authorization(std::string_view text) {
@@ -44,7 +39,7 @@ std::string string_to_sign(std::string_view method, std::string_view raw_path,
                            std::span<const http::Header> headers, std::string_view date_line) {
   auto first = [&](std::string_view name) -> std::string_view {
     for (const auto& h : headers)
-      if (h.name == name) return trim(h.value);
+      if (h.name == name) return text::trim_ows(h.value);
     return {};
   };
   std::string out(method);
@@ -60,7 +55,7 @@ std::string string_to_sign(std::string_view method, std::string_view raw_path,
     if (!h.name.starts_with("x-amz-")) continue;
     std::string& v = amz[h.name];
     if (!v.empty()) v += ',';
-    v += trim(h.value);
+    v += text::trim_ows(h.value);
   }
   for (const auto& [name, value] : amz) out += name + ":" + value + "\n";
   out += raw_path;

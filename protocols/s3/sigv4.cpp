@@ -1,5 +1,6 @@
 #include "protocols/s3/sigv4.hpp"
 
+#include "gateway/text/lists.hpp"
 #include "protocols/s3/checksum.hpp"
 #include "gateway/text/percent.hpp"
 
@@ -16,15 +17,9 @@ bool is_lower_hex(std::string_view s) {
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // Trimmed, with runs of spaces inside collapsed to one (SigV4 "Trimall").
 void append_trimmed(std::string& out, std::string_view v) {
-  v = trim(v);
+  v = text::trim_ows(v);
   bool space = false;
   for (char c : v) {
     if (c == ' ' || c == '\t') {
@@ -87,7 +82,7 @@ std::optional<AuthorizationHeader> parse_authorization(std::string_view text) {
   std::optional<std::string> signature;
   while (!text.empty()) {
     std::size_t comma = text.find(',');
-    std::string_view part = trim(text.substr(0, comma));
+    std::string_view part = text::trim_ows(text.substr(0, comma));
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
     std::size_t eq = part.find('=');
     if (eq == std::string_view::npos) return std::nullopt;
