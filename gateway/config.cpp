@@ -1,6 +1,7 @@
 #include "gateway/config.hpp"
 
 #include "gateway/governance/residency.hpp"
+#include "gateway/text/json_types.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -47,19 +48,6 @@ struct Invalid {
 // (a mistyped flag) replaced rather than thrown over.
 std::string in_quotes(std::string_view s) {
   return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-std::string_view json_type(const json& v) {
-  switch (v.type()) {
-    case json::value_t::number_unsigned: return "a non-negative integer";
-    case json::value_t::number_integer: return "a negative integer";
-    case json::value_t::number_float: return "a fraction";
-    case json::value_t::string: return "a string";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
-    default: return "null";
-  }
 }
 
 std::string join(auto&& names) {
@@ -121,7 +109,7 @@ void check_region(std::string_view key, std::string_view region) {
 
 // Typed readers of one JSON value; `key` is its dotted path for messages.
 std::string string_of(std::string_view key, const json& v) {
-  if (!v.is_string()) fail(key, "expected a string, got " + std::string(json_type(v)));
+  if (!v.is_string()) fail(key, "expected a string, got " + std::string(text::json_type_name(v)));
   auto s = v.get<std::string>();
   if (s.empty()) fail(key, "must not be empty");
   return s;
@@ -130,7 +118,7 @@ std::string string_of(std::string_view key, const json& v) {
 std::uint64_t integer_of(std::string_view key, const json& v, std::uint64_t min,
                          std::uint64_t max) {
   if (!v.is_number_unsigned()) {
-    fail(key, "expected a non-negative integer, got " + std::string(json_type(v)));
+    fail(key, "expected a non-negative integer, got " + std::string(text::json_type_name(v)));
   }
   auto n = v.get<std::uint64_t>();
   if (n < min || n > max) {
@@ -154,7 +142,7 @@ template <class On>
 void members(std::string_view prefix, const json& object,
              std::initializer_list<std::string_view> known, On on) {
   std::string where = prefix.empty() ? "(top level)" : std::string(prefix);
-  if (!object.is_object()) fail(where, "expected an object, got " + std::string(json_type(object)));
+  if (!object.is_object()) fail(where, "expected an object, got " + std::string(text::json_type_name(object)));
   for (const auto& [name, value] : object.items()) {
     std::string key = prefix.empty() ? name : std::string(prefix) + "." + name;
     if (std::find(known.begin(), known.end(), name) == known.end()) {
@@ -168,7 +156,7 @@ void apply_listeners(Config& c, const json& object) {
   members("listeners", object, {"s3", "rest", "nfs", "smb", "sftp", "s3_tls", "rest_tls"},
           [&](std::string_view name, const std::string& key, const json& v) {
             if (!v.is_string()) {
-              fail(key, "expected a string (host:port or off), got " + std::string(json_type(v)));
+              fail(key, "expected a string (host:port or off), got " + std::string(text::json_type_name(v)));
             }
             c.listeners[std::string(name)] = listener_value(key, v.get<std::string>());
           });
@@ -237,7 +225,7 @@ void apply_metrics_history(Config& c, const json& object) {
 }
 
 void apply_residency(Config& c, const json& rules) {
-  if (!rules.is_array()) fail("residency", "expected an array, got " + std::string(json_type(rules)));
+  if (!rules.is_array()) fail("residency", "expected an array, got " + std::string(text::json_type_name(rules)));
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const std::string at = "residency[" + std::to_string(i) + "]";
     governance::Rule rule;
@@ -247,7 +235,7 @@ void apply_residency(Config& c, const json& rules) {
         rule.prefix = string_of(key, v);
         has_prefix = true;
       } else {
-        if (!v.is_array()) fail(key, "expected an array of regions, got " + std::string(json_type(v)));
+        if (!v.is_array()) fail(key, "expected an array of regions, got " + std::string(text::json_type_name(v)));
         for (const auto& r : v) rule.regions.push_back(string_of(key, r));
         has_regions = true;
       }
@@ -259,7 +247,7 @@ void apply_residency(Config& c, const json& rules) {
 }
 
 bool boolean_of(std::string_view key, const json& v) {
-  if (!v.is_boolean()) fail(key, "expected true or false, got " + std::string(json_type(v)));
+  if (!v.is_boolean()) fail(key, "expected true or false, got " + std::string(text::json_type_name(v)));
   return v.get<bool>();
 }
 
@@ -272,7 +260,7 @@ void apply_tls(Config& c, const json& object) {
 
 void apply_s3(Config& c, const json& object) {
   members("s3", object, {"domains"}, [&](std::string_view, const std::string& key, const json& v) {
-    if (!v.is_array()) fail(key, "expected an array of host names, got " + std::string(json_type(v)));
+    if (!v.is_array()) fail(key, "expected an array of host names, got " + std::string(text::json_type_name(v)));
     c.s3.domains.clear();
     for (const auto& d : v) {
       std::string domain = string_of(key, d);
@@ -500,7 +488,7 @@ void apply_connector(const std::string& at, const json& entry, ns::SpokeMount& m
 }
 
 void apply_spokes(Config& c, const json& list) {
-  if (!list.is_array()) fail("spokes", "expected an array, got " + std::string(json_type(list)));
+  if (!list.is_array()) fail("spokes", "expected an array, got " + std::string(text::json_type_name(list)));
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string at = "spokes[" + std::to_string(i) + "]";
     ns::SpokeMount m;

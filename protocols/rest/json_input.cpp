@@ -1,5 +1,7 @@
 #include "protocols/rest/json_input.hpp"
 
+#include "gateway/text/json_types.hpp"
+
 #include <set>
 #include <string>
 #include <vector>
@@ -9,19 +11,6 @@ namespace weft::rest {
 namespace {
 
 using nlohmann::json;
-
-std::string_view type_name(const json& v) {
-  switch (v.type()) {
-    case json::value_t::number_unsigned: return "a non-negative integer";
-    case json::value_t::number_integer: return "a negative integer";
-    case json::value_t::number_float: return "a fraction";
-    case json::value_t::string: return "a string";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
-    default: return "null";
-  }
-}
 
 std::string_view expected_name(JsonType t) {
   switch (t) {
@@ -46,7 +35,7 @@ std::string field_list(std::span<const FieldSpec> fields) {
 std::optional<std::string> check_type(const FieldSpec& f, const json& v) {
   auto wrong = [&] {
     return "field \"" + std::string(f.name) + "\": expected " + std::string(expected_name(f.type)) +
-           ", got " + std::string(type_name(v));
+           ", got " + std::string(text::json_type_name(v));
   };
   switch (f.type) {
     case JsonType::string:
@@ -104,7 +93,7 @@ Expected<json> parse_object(std::string_view body, std::span<const FieldSpec> fi
     auto bracket = what.find("] ");
     return invalid_json("malformed JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
-  if (!doc.is_object()) return invalid_json("expected a JSON object, got " + std::string(type_name(doc)));
+  if (!doc.is_object()) return invalid_json("expected a JSON object, got " + std::string(text::json_type_name(doc)));
   if (!duplicate.empty()) return invalid_json("field \"" + duplicate + "\" given twice");
   for (const auto& [name, value] : doc.items()) {
     const FieldSpec* spec = nullptr;
