@@ -55,6 +55,13 @@ Status read_fully(int fd, std::uint64_t off, std::span<std::byte> out) {
   return {};
 }
 
+void pace_writeback(int fd, std::uint64_t* unwritten, std::size_t wrote) {
+  *unwritten += wrote;
+  if (*unwritten < kWritebackBytes) return;
+  ::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+  *unwritten = 0;
+}
+
 Status write_fully(int fd, std::uint64_t off, std::span<const std::byte> data) {
   std::size_t done = 0;
   while (done < data.size()) {
@@ -521,15 +528,7 @@ Result<std::size_t> Namespace::Impl::write(const OpContext&, Handle h, std::uint
       if (chunked) fs.stream.reset();  // it took bytes the file does not hold
       return written.error();
     }
-    // Start the disk on what is written every few MiB (as RocksDB's
-    // bytes_per_sync does) instead of leaving it all dirty for the fsync at
-    // the seal: a large upload's close then waits for its tail, not for all
-    // of it. Durability is unchanged: flush, commit and the seal still fsync.
-    fs.unwritten_back += data.size();
-    if (fs.unwritten_back >= kWritebackBytes) {
-      ::sync_file_range(fs.fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-      fs.unwritten_back = 0;
-    }
+    pace_writeback(fs.fd, &fs.unwritten_back, data.size());
   }
   if (!chunked) stream_write(fs, off, data);
   fs.size = std::max<std::uint64_t>(fs.size, off + data.size());

@@ -50,6 +50,12 @@ Errc from_errno(int e);
 Status read_fully(int fd, std::uint64_t off, std::span<std::byte> out);
 // pwrite all of `data` (retrying short writes).
 Status write_fully(int fd, std::uint64_t off, std::span<const std::byte> data);
+// After a write of `wrote` bytes to `fd`: starts the disk on what is dirty
+// once `*unwritten` (bytes since the last start) reaches a few MiB, as
+// RocksDB's bytes_per_sync does, instead of leaving it all for the fsync
+// that makes the file durable: a large upload's close then waits for its
+// tail, not for all of it. Durability is unchanged.
+void pace_writeback(int fd, std::uint64_t* unwritten, std::size_t wrote);
 
 enum class Op : std::uint8_t {
   lookup, getattr, setattr, readdir, list, create, mkdir, symlink, readlink, link, remove, rmdir,

@@ -240,6 +240,7 @@ struct Spokes::Staged {
   std::uint64_t size = 0;     // content
   std::int64_t mtime_ns = 0;  // content
   std::uint64_t changes = 0;  // content: writes counted
+  std::uint64_t unwritten_back = 0;  // content: bytes written since the disk was last started (pace_writeback)
   std::uint64_t committed = 0;  // guarded by mu: the count of those at the hub
   bool removed = false;   // guarded by mu: removed here, nothing to commit
   bool finished = false;  // guarded by mu: a stage() committed, no more writes

@@ -732,6 +732,7 @@ Task<std::size_t> Spokes::write(const OpContext& ctx, Handle h, std::uint64_t of
   if (of->flags.append) offset = s->size;
   if (offset + data.size() > max) co_return Errc::too_big;
   if (auto w = write_fully(s->fd, offset, data); !w) co_return w.error();
+  pace_writeback(s->fd, &s->unwritten_back, data.size());  // a write-back close fsyncs it
   std::lock_guard lock(s->mu);
   s->size = std::max<std::uint64_t>(s->size, offset + data.size());
   s->mtime_ns = now_ns();
