@@ -89,6 +89,21 @@ Nfsstat3 status(Call& c, Nfsstat3 st) {
 }
 Nfsstat3 status(Call& c, const std::error_code& ec) { return status(c, nfsstat3_of(ec)); }
 
+// A failed procedure's reply whose failure arm holds post-op attributes, or
+// the directory's weak cache consistency data (RFC 1813): the status, then
+// those (absent where the object itself could not be read).
+Nfsstat3 failed_post_op(Call& c, const std::error_code& ec, const std::optional<Attr>& a) {
+  auto st = status(c, ec);
+  post_op(c.w, a);
+  return st;
+}
+Nfsstat3 failed_wcc(Call& c, const std::error_code& ec, const std::optional<Attr>& before,
+                    const std::optional<Attr>& after) {
+  auto st = status(c, ec);
+  wcc(c.w, before, after);
+  return st;
+}
+
 void add_path(Call& c, std::string_view name) {
   c.audit_path += '/';
   c.audit_path += name;
@@ -153,11 +168,7 @@ awaitable<Nfsstat3> getattr(Call& c, const Args3& a) {
 
 awaitable<Nfsstat3> setattr(Call& c, const Args3& a) {
   auto obj = co_await object(c, a.fh);
-  if (!obj) {
-    auto st = status(c, obj.error());
-    wcc(c.w, std::nullopt, std::nullopt);
-    co_return st;
-  }
+  if (!obj) co_return failed_wcc(c, obj.error(), std::nullopt, std::nullopt);
   auto r = co_await c.s.ns.setattr(c.ctx, obj->ino, a.attr);
   if (!r) {
     // A conflict here is the guard's ctime check (RFC 1813 3.3.2).
@@ -173,18 +184,10 @@ awaitable<Nfsstat3> setattr(Call& c, const Args3& a) {
 
 awaitable<Nfsstat3> lookup(Call& c, const Args3& a) {
   auto dir = co_await object(c, a.fh);
-  if (!dir) {
-    auto st = status(c, dir.error());
-    post_op(c.w, std::nullopt);
-    co_return st;
-  }
+  if (!dir) co_return failed_post_op(c, dir.error(), std::nullopt);
   add_path(c, a.name);
   auto r = co_await c.s.ns.lookup(c.ctx, dir->ino, a.name);
-  if (!r) {
-    auto st = status(c, r.error());
-    post_op(c.w, *dir);
-    co_return st;
-  }
+  if (!r) co_return failed_post_op(c, r.error(), *dir);
   auto fh = handle_of(c, *r);
   if (!fh) co_return status(c, Nfsstat3::serverfault);
   status(c, Nfsstat3::ok);
@@ -196,17 +199,9 @@ awaitable<Nfsstat3> lookup(Call& c, const Args3& a) {
 
 awaitable<Nfsstat3> access(Call& c, const Args3& a) {
   auto obj = co_await object(c, a.fh);
-  if (!obj) {
-    auto st = status(c, obj.error());
-    post_op(c.w, std::nullopt);
-    co_return st;
-  }
+  if (!obj) co_return failed_post_op(c, obj.error(), std::nullopt);
   auto bits = co_await c.s.ns.access(c.ctx, obj->ino);
-  if (!bits) {
-    auto st = status(c, bits.error());
-    post_op(c.w, *obj);
-    co_return st;
-  }
+  if (!bits) co_return failed_post_op(c, bits.error(), *obj);
   const bool dir = obj->type == ns::FileType::directory;
   std::uint32_t allowed = 0;
   if (*bits & 4) allowed |= kAccessRead;
@@ -220,22 +215,14 @@ awaitable<Nfsstat3> access(Call& c, const Args3& a) {
 
 awaitable<Nfsstat3> readlink(Call& c, const Args3& a) {
   auto obj = co_await object(c, a.fh);
-  if (!obj) {
-    auto st = status(c, obj.error());
-    post_op(c.w, std::nullopt);
-    co_return st;
-  }
+  if (!obj) co_return failed_post_op(c, obj.error(), std::nullopt);
   if (obj->type != ns::FileType::symlink) {
     status(c, Nfsstat3::inval);
     post_op(c.w, *obj);
     co_return Nfsstat3::inval;
   }
   auto target = co_await c.s.ns.readlink(c.ctx, obj->ino);
-  if (!target) {
-    auto st = status(c, target.error());
-    post_op(c.w, *obj);
-    co_return st;
-  }
+  if (!target) co_return failed_post_op(c, target.error(), *obj);
   status(c, Nfsstat3::ok);
   post_op(c.w, *obj);
   c.w.string(*target);
@@ -251,22 +238,14 @@ std::optional<Nfsstat3> not_a_file(const Attr& a) {
 
 awaitable<Nfsstat3> read(Call& c, const Args3& a, std::uint64_t& bytes) {
   auto obj = co_await object(c, a.fh);
-  if (!obj) {
-    auto st = status(c, obj.error());
-    post_op(c.w, std::nullopt);
-    co_return st;
-  }
+  if (!obj) co_return failed_post_op(c, obj.error(), std::nullopt);
   if (auto bad = not_a_file(*obj)) {
     status(c, *bad);
     post_op(c.w, *obj);
     co_return *bad;
   }
   auto lease = co_await c.s.open_files().acquire(c.ctx, obj->ino, false);
-  if (!lease) {
-    auto st = status(c, lease.error());
-    post_op(c.w, *obj);
-    co_return st;
-  }
+  if (!lease) co_return failed_post_op(c, lease.error(), *obj);
   const std::uint32_t want = std::min(a.count, kMaxIo);
   // Data in a sealed data file is sent from there; the rest is copied.
   ns::Result<std::size_t> n = Errc::io;
@@ -285,9 +264,7 @@ awaitable<Nfsstat3> read(Call& c, const Args3& a, std::uint64_t& bytes) {
   if (!n) {
     c.reply.bulk_file = {};
     c.reply.bulk = {};
-    auto st = status(c, n.error());
-    post_op(c.w, *obj);
-    co_return st;
+    co_return failed_post_op(c, n.error(), *obj);
   }
   status(c, Nfsstat3::ok);
   post_op(c.w, *obj);
@@ -301,11 +278,7 @@ awaitable<Nfsstat3> read(Call& c, const Args3& a, std::uint64_t& bytes) {
 
 awaitable<Nfsstat3> write(Call& c, const Args3& a, std::uint64_t& bytes) {
   auto obj = co_await object(c, a.fh);
-  if (!obj) {
-    auto st = status(c, obj.error());
-    wcc(c.w, std::nullopt, std::nullopt);
-    co_return st;
-  }
+  if (!obj) co_return failed_wcc(c, obj.error(), std::nullopt, std::nullopt);
   std::optional<Nfsstat3> bad = not_a_file(*obj);
   if (!bad && a.count != a.data.size()) bad = Nfsstat3::inval;
   if (bad) {
@@ -325,11 +298,7 @@ awaitable<Nfsstat3> write(Call& c, const Args3& a, std::uint64_t& bytes) {
     if (!f) n = f.error();
   }
   auto after = co_await attr_of(c, obj->ino);
-  if (!n) {
-    auto st = status(c, n.error());
-    wcc(c.w, *obj, after);
-    co_return st;
-  }
+  if (!n) co_return failed_wcc(c, n.error(), *obj, after);
   status(c, Nfsstat3::ok);
   wcc(c.w, *obj, after);
   c.w.u32(static_cast<std::uint32_t>(*n));
@@ -342,11 +311,7 @@ awaitable<Nfsstat3> write(Call& c, const Args3& a, std::uint64_t& bytes) {
 // The reply of CREATE, MKDIR and SYMLINK.
 awaitable<Nfsstat3> made(Call& c, const Attr& dir, const ns::Result<Attr>& r) {
   auto after = co_await attr_of(c, dir.ino);
-  if (!r) {
-    auto st = status(c, r.error());
-    wcc(c.w, dir, after);
-    co_return st;
-  }
+  if (!r) co_return failed_wcc(c, r.error(), dir, after);
   status(c, Nfsstat3::ok);
   post_op_fh(c, *r);
   post_op(c.w, *r);
@@ -373,11 +338,7 @@ awaitable<ns::Result<Attr>> exclusive_create(Call& c, const Attr& dir, const Arg
 
 awaitable<Nfsstat3> create(Call& c, const Args3& a) {
   auto dir = co_await object(c, a.fh);
-  if (!dir) {
-    auto st = status(c, dir.error());
-    wcc(c.w, std::nullopt, std::nullopt);
-    co_return st;
-  }
+  if (!dir) co_return failed_wcc(c, dir.error(), std::nullopt, std::nullopt);
   add_path(c, a.name);
   ns::Result<Attr> r = Errc::invalid;
   if (a.how == static_cast<std::uint32_t>(CreateHow::exclusive)) {
@@ -393,11 +354,7 @@ awaitable<Nfsstat3> create(Call& c, const Args3& a) {
 
 awaitable<Nfsstat3> mkdir(Call& c, const Args3& a) {
   auto dir = co_await object(c, a.fh);
-  if (!dir) {
-    auto st = status(c, dir.error());
-    wcc(c.w, std::nullopt, std::nullopt);
-    co_return st;
-  }
+  if (!dir) co_return failed_wcc(c, dir.error(), std::nullopt, std::nullopt);
   add_path(c, a.name);
   auto r = co_await c.s.ns.mkdir(c.ctx, dir->ino, a.name, a.attr.mode.value_or(0755));
   if (r) r = co_await apply_rest(c, *r, a.attr);
@@ -406,11 +363,7 @@ awaitable<Nfsstat3> mkdir(Call& c, const Args3& a) {
 
 awaitable<Nfsstat3> symlink(Call& c, const Args3& a) {
   auto dir = co_await object(c, a.fh);
-  if (!dir) {
-    auto st = status(c, dir.error());
-    wcc(c.w, std::nullopt, std::nullopt);
-    co_return st;
-  }
+  if (!dir) co_return failed_wcc(c, dir.error(), std::nullopt, std::nullopt);
   add_path(c, a.name);
   auto r = co_await c.s.ns.symlink(c.ctx, dir->ino, a.name, a.target);
   co_return co_await made(c, *dir, r);
@@ -418,11 +371,7 @@ awaitable<Nfsstat3> symlink(Call& c, const Args3& a) {
 
 awaitable<Nfsstat3> mknod(Call& c, const Args3& a) {
   auto dir = co_await object(c, a.fh);
-  if (!dir) {
-    auto st = status(c, dir.error());
-    wcc(c.w, std::nullopt, std::nullopt);
-    co_return st;
-  }
+  if (!dir) co_return failed_wcc(c, dir.error(), std::nullopt, std::nullopt);
   add_path(c, a.name);
   // Devices, sockets and FIFOs have no place in the namespace; regular
   // files, directories and links have their own procedures.
@@ -434,11 +383,7 @@ awaitable<Nfsstat3> mknod(Call& c, const Args3& a) {
 
 awaitable<Nfsstat3> remove(Call& c, const Args3& a, bool directory) {
   auto dir = co_await object(c, a.fh);
-  if (!dir) {
-    auto st = status(c, dir.error());
-    wcc(c.w, std::nullopt, std::nullopt);
-    co_return st;
-  }
+  if (!dir) co_return failed_wcc(c, dir.error(), std::nullopt, std::nullopt);
   add_path(c, a.name);
   ns::Result<void> r;
   if (directory)
@@ -498,11 +443,7 @@ std::size_t xdr_string_size(std::size_t n) { return 4 + ((n + 3) & ~std::size_t{
 // earlier one that had the same inode number: its creation time.
 awaitable<Nfsstat3> readdir(Call& c, const Args3& a, bool plus) {
   auto dir = co_await object(c, a.fh);
-  if (!dir) {
-    auto st = status(c, dir.error());
-    post_op(c.w, std::nullopt);
-    co_return st;
-  }
+  if (!dir) co_return failed_post_op(c, dir.error(), std::nullopt);
   if (dir->type != ns::FileType::directory) {
     status(c, Nfsstat3::notdir);
     post_op(c.w, *dir);
@@ -521,11 +462,7 @@ awaitable<Nfsstat3> readdir(Call& c, const Args3& a, bool plus) {
   const std::size_t dir_limit = plus ? a.count : reply_limit;
   const std::size_t max_entries = std::clamp<std::size_t>(dir_limit / 16, 1, 4096);
   auto page = co_await c.s.ns.readdir(c.ctx, dir->ino, a.offset, max_entries, plus);
-  if (!page) {
-    auto st = status(c, page.error());
-    post_op(c.w, *dir);
-    co_return st;
-  }
+  if (!page) co_return failed_post_op(c, page.error(), *dir);
   const std::size_t status_at = c.out.size();
   status(c, Nfsstat3::ok);
   post_op(c.w, *dir);
@@ -568,17 +505,9 @@ awaitable<Nfsstat3> readdir(Call& c, const Args3& a, bool plus) {
 
 awaitable<Nfsstat3> fsstat(Call& c, const Args3& a) {
   auto obj = co_await object(c, a.fh);
-  if (!obj) {
-    auto st = status(c, obj.error());
-    post_op(c.w, std::nullopt);
-    co_return st;
-  }
+  if (!obj) co_return failed_post_op(c, obj.error(), std::nullopt);
   auto fs = co_await c.s.ns.statfs(c.ctx, obj->ino);
-  if (!fs) {
-    auto st = status(c, fs.error());
-    post_op(c.w, *obj);
-    co_return st;
-  }
+  if (!fs) co_return failed_post_op(c, fs.error(), *obj);
   status(c, Nfsstat3::ok);
   post_op(c.w, *obj);
   c.w.u64(fs->total_bytes);
@@ -593,11 +522,7 @@ awaitable<Nfsstat3> fsstat(Call& c, const Args3& a) {
 
 awaitable<Nfsstat3> fsinfo(Call& c, const Args3& a) {
   auto obj = co_await object(c, a.fh);
-  if (!obj) {
-    auto st = status(c, obj.error());
-    post_op(c.w, std::nullopt);
-    co_return st;
-  }
+  if (!obj) co_return failed_post_op(c, obj.error(), std::nullopt);
   status(c, Nfsstat3::ok);
   post_op(c.w, *obj);
   c.w.u32(kMaxIo);  // rtmax
@@ -616,11 +541,7 @@ awaitable<Nfsstat3> fsinfo(Call& c, const Args3& a) {
 
 awaitable<Nfsstat3> pathconf(Call& c, const Args3& a) {
   auto obj = co_await object(c, a.fh);
-  if (!obj) {
-    auto st = status(c, obj.error());
-    post_op(c.w, std::nullopt);
-    co_return st;
-  }
+  if (!obj) co_return failed_post_op(c, obj.error(), std::nullopt);
   status(c, Nfsstat3::ok);
   post_op(c.w, *obj);
   c.w.u32(65000);  // linkmax
@@ -636,11 +557,7 @@ awaitable<Nfsstat3> pathconf(Call& c, const Args3& a) {
 // once it is durable.
 awaitable<Nfsstat3> commit(Call& c, const Args3& a) {
   auto obj = co_await object(c, a.fh);
-  if (!obj) {
-    auto st = status(c, obj.error());
-    wcc(c.w, std::nullopt, std::nullopt);
-    co_return st;
-  }
+  if (!obj) co_return failed_wcc(c, obj.error(), std::nullopt, std::nullopt);
   if (auto bad = not_a_file(*obj)) {
     status(c, *bad);
     wcc(c.w, *obj, *obj);
