@@ -74,6 +74,34 @@ boost::asio::awaitable<rest::Expected<nlohmann::json>> manifest_entry(Request& r
   co_return nlohmann::json{{"name", name}, {"attr", file_attr(*a)}, {"manifest", *m}};
 }
 
+// What a read answers about: the change log's position, read before the
+// lookup (every change after it may be missing from the answer), the place
+// `path` names and its attributes.
+struct Read {
+  std::uint64_t seq = 0;
+  rest::Place place;
+  ns::Attr attr;
+};
+
+boost::asio::awaitable<rest::Expected<Read>> read_path(Request& r, const std::vector<std::string>& path) {
+  auto seq = co_await log_position(r);
+  if (!seq) co_return seq.error();
+  auto place = co_await locate(r, path);
+  if (!place) co_return place.error();
+  auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
+  if (!a) co_return a.error();
+  co_return Read{*seq, std::move(*place), std::move(*a)};
+}
+
+// A change's answer that has no attributes to tell: the position after it.
+boost::asio::awaitable<rest::Outcome> send_position(Request& r) {
+  auto seq = co_await log_position(r);
+  if (!seq) co_return seq.error();
+  const nlohmann::json out{{"last_change", *seq}};
+  co_await r.c.send_json(200, out);
+  co_return std::nullopt;
+}
+
 boost::asio::awaitable<rest::Outcome> send_attr(Request& r, const ns::Attr& a) {
   auto seq = co_await log_position(r);
   if (!seq) co_return seq.error();
@@ -107,16 +135,11 @@ Reply attr(Request& r) {
   if (!path) co_return path.error();
   auto ino = optional_uint(r, "ino", kMax64);
   if (!ino) co_return ino.error();
-  // Read before the lookup: every change after it may be missing from the answer.
-  auto seq = co_await log_position(r);
-  if (!seq) co_return seq.error();
-  auto place = co_await locate(r, *path);
-  if (!place) co_return place.error();
-  auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
-  if (!a) co_return a.error();
-  if (*ino && **ino != a->ino)
-    co_return rest::ApiError(409, "stale", place->display + " is no longer inode " + std::to_string(**ino));
-  const nlohmann::json out = attr_reply(*a, *seq);
+  auto read = co_await read_path(r, *path);
+  if (!read) co_return read.error();
+  if (*ino && **ino != read->attr.ino)
+    co_return rest::ApiError(409, "stale", read->place.display + " is no longer inode " + std::to_string(**ino));
+  const nlohmann::json out = attr_reply(read->attr, read->seq);
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }
@@ -128,24 +151,21 @@ Reply list(Request& r) {
   if (!cookie) co_return cookie.error();
   auto limit = rest::uint_param(r.c.target, "limit", 1000, 1, kMaxListing);
   if (!limit) co_return limit.error();
-  auto seq = co_await log_position(r);
-  if (!seq) co_return seq.error();
-  auto place = co_await locate(r, *path);
-  if (!place) co_return place.error();
-  auto dir = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
-  if (!dir) co_return dir.error();
-  auto page = co_await r.s.ns.readdir(r.c.ctx, dir->ino, *cookie, static_cast<std::size_t>(*limit), true);
-  if (!page) co_return rest::from_ns(page.error(), place->display);
+  auto read = co_await read_path(r, *path);
+  if (!read) co_return read.error();
+  const rest::Place& place = read->place;
+  auto page = co_await r.s.ns.readdir(r.c.ctx, read->attr.ino, *cookie, static_cast<std::size_t>(*limit), true);
+  if (!page) co_return rest::from_ns(page.error(), place.display);
   nlohmann::json entries = nlohmann::json::array();
   std::uint64_t next = *cookie;
   for (const auto& e : page->entries) {
     next = e.cookie;
     // Names under a restricted prefix are its metadata: left out, not refused.
-    if (!e.attr || !r.residency->allows(place->display + "/" + e.name, r.region)) continue;
+    if (!e.attr || !r.residency->allows(place.display + "/" + e.name, r.region)) continue;
     entries.push_back({{"name", e.name}, {"attr", file_attr(*e.attr)}});
   }
   nlohmann::json out{{"entries", std::move(entries)}, {"cookie", next}, {"eof", page->eof},
-                     {"last_change", *seq}};
+                     {"last_change", read->seq}};
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }
@@ -155,17 +175,13 @@ Reply manifest(Request& r) {
   if (!path) co_return path.error();
   auto version = rest::uint_param(r.c.target, "version", 0, 0, kMax64);
   if (!version) co_return version.error();
-  auto seq = co_await log_position(r);
-  if (!seq) co_return seq.error();
-  auto place = co_await locate(r, *path);
-  if (!place) co_return place.error();
-  auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
-  if (!a) co_return a.error();
-  auto m = co_await manifest_of(r, *a, *version, place->display);
+  auto read = co_await read_path(r, *path);
+  if (!read) co_return read.error();
+  auto m = co_await manifest_of(r, read->attr, *version, read->place.display);
   if (!m) co_return m.error();
   nlohmann::json out = *m;
-  out["attr"] = file_attr(*a);
-  out["last_change"] = *seq;
+  out["attr"] = file_attr(read->attr);
+  out["last_change"] = read->seq;
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }
@@ -184,25 +200,21 @@ Reply manifests(Request& r) {
     names.push_back(n.get<std::string>());
     if (auto why = rest::check_segment(names.back())) co_return rest::bad_path(*why);
   }
-  auto seq = co_await log_position(r);
-  if (!seq) co_return seq.error();
-  auto place = co_await locate(r, *path);
-  if (!place) co_return place.error();
-  auto dir = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
-  if (!dir) co_return dir.error();
-  if (dir->type != ns::FileType::directory)
-    co_return rest::from_ns(ns::make_error_code(ns::Errc::not_dir), place->display);
+  auto read = co_await read_path(r, *path);
+  if (!read) co_return read.error();
+  if (read->attr.type != ns::FileType::directory)
+    co_return rest::from_ns(ns::make_error_code(ns::Errc::not_dir), read->place.display);
   nlohmann::json entries = nlohmann::json::array();
   for (const std::string& name : names) {
-    const std::string display = place->display + "/" + name;
-    auto entry = co_await manifest_entry(r, dir->ino, name, display);
+    const std::string display = read->place.display + "/" + name;
+    auto entry = co_await manifest_entry(r, read->attr.ino, name, display);
     if (entry) {
       entries.push_back(std::move(*entry));
     } else {
       entries.push_back({{"name", name}, {"error", {{"code", entry.error().code}, {"message", entry.error().message}}}});
     }
   }
-  const nlohmann::json out{{"entries", std::move(entries)}, {"last_change", *seq}};
+  const nlohmann::json out{{"entries", std::move(entries)}, {"last_change", read->seq}};
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }
@@ -235,11 +247,7 @@ Reply remove(Request& r) {
   if (!place) co_return place.error();
   auto done = co_await r.s.ns.remove(r.c.ctx, place->parent, place->leaf);
   if (!done) co_return rest::from_ns(done.error(), place->display);
-  auto seq = co_await log_position(r);
-  if (!seq) co_return seq.error();
-  const nlohmann::json out{{"last_change", *seq}};
-  co_await r.c.send_json(200, out);
-  co_return std::nullopt;
+  co_return co_await send_position(r);
 }
 
 Reply rmdir(Request& r) {
@@ -247,11 +255,7 @@ Reply rmdir(Request& r) {
   if (!place) co_return place.error();
   auto done = co_await r.s.ns.rmdir(r.c.ctx, place->parent, place->leaf);
   if (!done) co_return rest::from_ns(done.error(), place->display);
-  auto seq = co_await log_position(r);
-  if (!seq) co_return seq.error();
-  const nlohmann::json out{{"last_change", *seq}};
-  co_await r.c.send_json(200, out);
-  co_return std::nullopt;
+  co_return co_await send_position(r);
 }
 
 Reply rename(Request& r) {
@@ -311,15 +315,11 @@ Reply symlink(Request& r) {
 Reply readlink(Request& r) {
   auto path = path_param(r, "path");
   if (!path) co_return path.error();
-  auto seq = co_await log_position(r);
-  if (!seq) co_return seq.error();
-  auto place = co_await locate(r, *path);
-  if (!place) co_return place.error();
-  auto a = co_await rest::stat_place(r.s.ns, r.c.ctx, *place);
-  if (!a) co_return a.error();
-  auto target = co_await r.s.ns.readlink(r.c.ctx, a->ino);
-  if (!target) co_return rest::from_ns(target.error(), place->display);
-  const nlohmann::json out{{"target", *target}, {"attr", file_attr(*a)}, {"last_change", *seq}};
+  auto read = co_await read_path(r, *path);
+  if (!read) co_return read.error();
+  auto target = co_await r.s.ns.readlink(r.c.ctx, read->attr.ino);
+  if (!target) co_return rest::from_ns(target.error(), read->place.display);
+  const nlohmann::json out{{"target", *target}, {"attr", file_attr(read->attr)}, {"last_change", read->seq}};
   co_await r.c.send_json(200, out);
   co_return std::nullopt;
 }
