@@ -14,9 +14,6 @@ namespace weft::ns {
 
 namespace {
 
-// Writes this large or larger run off the caller's thread (Namespace::write).
-constexpr std::size_t kOffloadedWriteBytes = 128 << 10;
-
 template <class T, class F>
 Result<T> observed(Namespace::Impl& im, Op op, const OpContext* ctx, F&& fn) {
   auto start = std::chrono::steady_clock::now();

@@ -50,6 +50,10 @@ Errc from_errno(int e);
 Status read_fully(int fd, std::uint64_t off, std::span<std::byte> out);
 // pwrite all of `data` (retrying short writes).
 Status write_fully(int fd, std::uint64_t off, std::span<const std::byte> data);
+// Writes this large or larger run on the blocking pool, off the caller's
+// thread (Namespace::write, Spokes::write): a caller that streams a body
+// reads its next block meanwhile.
+inline constexpr std::size_t kOffloadedWriteBytes = 128 << 10;
 // After a write of `wrote` bytes to `fd`: starts the disk on what is dirty
 // once `*unwritten` (bytes since the last start) reaches a few MiB, as
 // RocksDB's bytes_per_sync does, instead of leaving it all for the fsync

@@ -724,21 +724,28 @@ Task<std::size_t> Spokes::write(const OpContext& ctx, Handle h, std::uint64_t of
   }
   auto op = fill(*this, ns_, ctx, s, std::numeric_limits<std::uint64_t>::max());
   if (auto f = co_await std::move(op); !f) co_return f.error();
-  std::unique_lock content(s->content);
-  {
+  const bool append = of->flags.append;
+  auto put = [this, s, offset, data, append, max]() mutable -> Result<std::size_t> {
+    std::unique_lock content(s->content);
+    {
+      std::lock_guard lock(s->mu);
+      if (s->finished) return Errc::bad_handle;
+    }
+    if (append) offset = s->size;
+    if (offset + data.size() > max) return Errc::too_big;
+    if (auto w = write_fully(s->fd, offset, data); !w) return w.error();
+    pace_writeback(s->fd, &s->unwritten_back, data.size());  // a write-back close fsyncs it
     std::lock_guard lock(s->mu);
-    if (s->finished) co_return Errc::bad_handle;
-  }
-  if (of->flags.append) offset = s->size;
-  if (offset + data.size() > max) co_return Errc::too_big;
-  if (auto w = write_fully(s->fd, offset, data); !w) co_return w.error();
-  pace_writeback(s->fd, &s->unwritten_back, data.size());  // a write-back close fsyncs it
-  std::lock_guard lock(s->mu);
-  s->size = std::max<std::uint64_t>(s->size, offset + data.size());
-  s->mtime_ns = now_ns();
-  s->changes++;
-  ns_.bytes_written->inc(data.size());
-  co_return data.size();
+    s->size = std::max<std::uint64_t>(s->size, offset + data.size());
+    s->mtime_ns = now_ns();
+    s->changes++;
+    ns_.bytes_written->inc(data.size());
+    return data.size();
+  };
+  // A staged file has no chunk stream to keep in order, so large writes
+  // need no strand of their own: the pool takes them as they come.
+  if (data.size() < kOffloadedWriteBytes) co_return put();
+  co_return co_await offload(ns_.pool, put);
 }
 
 Task<Attr> Spokes::commit_file(const OpContext& ctx, std::shared_ptr<Staged> s) {
