@@ -11,10 +11,10 @@ std::string_view trim_ows(std::string_view s) {
 std::vector<std::string_view> split_list(std::string_view list, char separator) {
   std::vector<std::string_view> out;
   for (;;) {
-    const std::size_t comma = list.find(separator);
-    out.push_back(trim_ows(list.substr(0, comma)));
-    if (comma == std::string_view::npos) return out;
-    list.remove_prefix(comma + 1);
+    const std::size_t at = list.find(separator);
+    out.push_back(trim_ows(list.substr(0, at)));
+    if (at == std::string_view::npos) return out;
+    list.remove_prefix(at + 1);
   }
 }
 

@@ -5,10 +5,10 @@
 #include "protocols/rest/jobs.hpp"
 
 #include "gateway/text/lists.hpp"
+#include "protocols/http/uri.hpp"
 
 #include <zstd.h>
 
-#include <algorithm>
 #include <cctype>
 
 namespace weft::rest {
@@ -42,14 +42,9 @@ constexpr std::size_t kCompressFrom = 1024;
 // 12.5.3: "gzip, zstd;q=0.5"; q=0 refuses a coding).
 bool accepts_coding(const std::string* header, std::string_view coding) {
   if (!header) return false;
-  auto same = [](std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-           });
-  };
   for (std::string_view element : text::split_list(*header)) {
     const std::size_t semi = element.find(';');
-    if (!same(text::trim_ows(element.substr(0, semi)), coding)) continue;
+    if (!http::ascii_iequals(text::trim_ows(element.substr(0, semi)), coding)) continue;
     if (semi == std::string_view::npos) return true;
     const std::string_view weight = text::trim_ows(element.substr(semi + 1));
     // q=0, q=0.0, ... refuse it; any other weight takes it.
