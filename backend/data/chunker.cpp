@@ -12,6 +12,8 @@
 // names are derived from it, so it must never change.
 #include "backend/data/chunker.hpp"
 
+#include "backend/data/sha256_lanes.hpp"
+
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -76,8 +78,7 @@ static_assert(std::popcount(spread_mask(14)) == 14);
 static_assert(std::popcount(spread_mask(48)) == 48);
 static_assert((spread_mask(48) >> 61) == 0 && (spread_mask(1) >> 61) == 0);
 
-// SHA-256 is fetched from the provider once; contexts re-initialise with it
-// cheaply (EVP_DigestInit_ex2 with a null type keeps the fetched digest).
+// SHA-256 is fetched from the provider once, not at every call.
 const EVP_MD* sha256_md() {
   static const EVP_MD* md = [] {
     const EVP_MD* fetched = EVP_MD_fetch(nullptr, "SHA256", nullptr);
@@ -118,11 +119,15 @@ struct Chunker::State {
   std::uint64_t chunk_start = 0;  // stream offset of the current chunk
   std::uint32_t pos = 0;          // bytes of the current chunk seen so far
   std::uint64_t consumed = 0;
-  EVP_MD_CTX* ctx = nullptr;  // hashes the current chunk piece by piece
+  // Chunks are named kSha256Lanes at a time (sha256_lanes): `held` keeps
+  // the bytes of the chunks cut but not named yet, then of the current one.
+  std::vector<std::byte> held;
+  std::array<Chunk, kSha256Lanes> unnamed;
+  std::size_t unnamed_count = 0;
   std::vector<Chunk> chunks;
   bool finished = false;
 
-  explicit State(ChunkParams p) : params(p), ctx(EVP_MD_CTX_new()) {
+  explicit State(ChunkParams p) : params(p) {
     // Parameters come from code, not from clients; wrong ones are a bug that
     // would silently produce different chunk names, so stop loudly.
     if (!std::has_single_bit(p.avg_size) || p.avg_size < 64 || p.avg_size > (1u << 30) ||
@@ -131,10 +136,7 @@ struct Chunker::State {
     const unsigned n = static_cast<unsigned>(std::countr_zero(p.avg_size));
     mask_small = spread_mask(n + 2);
     mask_large = spread_mask(n - 2);
-    if (!ctx) std::abort();
-    check(EVP_DigestInit_ex2(ctx, sha256_md(), nullptr));
   }
-  ~State() { EVP_MD_CTX_free(ctx); }
 
   // Returns how many bytes of `p[0..n)` belong to the current chunk, and sets
   // *cut when the chunk ends after them.
@@ -206,15 +208,33 @@ struct Chunker::State {
   }
 
   void end_chunk() {
-    Chunk c;
+    Chunk& c = unnamed[unnamed_count++];
     c.offset = chunk_start;
     c.length = pos;
-    check(EVP_DigestFinal_ex(ctx, c.digest.data(), nullptr));
-    check(EVP_DigestInit_ex2(ctx, nullptr, nullptr));
-    chunks.push_back(c);
     chunk_start += pos;
     pos = 0;
     fp = 0;
+    if (unnamed_count == unnamed.size()) name_chunks();
+  }
+
+  // `held` holds exactly the unnamed chunks' bytes here: called at a cut,
+  // before any byte of the next chunk is kept, or at the end.
+  void name_chunks() {
+    std::array<std::span<const std::byte>, kSha256Lanes> bytes;
+    std::array<Digest, kSha256Lanes> digests;
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < unnamed_count; ++i) {
+      bytes[i] = std::span<const std::byte>(held).subspan(at, unnamed[i].length);
+      at += unnamed[i].length;
+    }
+    assert(at == held.size());
+    sha256_lanes(std::span(bytes).first(unnamed_count), digests);
+    for (std::size_t i = 0; i < unnamed_count; ++i) {
+      unnamed[i].digest = digests[i];
+      chunks.push_back(unnamed[i]);
+    }
+    unnamed_count = 0;
+    held.clear();
   }
 };
 
@@ -232,9 +252,8 @@ void Chunker::update(std::span<const std::byte> bytes) {
   while (n > 0) {
     bool cut = false;
     const std::size_t used = s.scan(p, n, &cut);
-    // Hash whole runs, not bytes: the digest of a chunk that spans several
-    // update() calls is built from one run per call.
-    check(EVP_DigestUpdate(s.ctx, p, used));
+    const auto* run = reinterpret_cast<const std::byte*>(p);
+    s.held.insert(s.held.end(), run, run + used);
     if (cut) s.end_chunk();
     p += used;
     n -= used;
@@ -244,6 +263,7 @@ void Chunker::update(std::span<const std::byte> bytes) {
 void Chunker::finish() {
   auto& s = *state_;
   if (!s.finished && s.pos > 0) s.end_chunk();
+  if (s.unnamed_count > 0) s.name_chunks();
   s.finished = true;
 }
 

@@ -33,7 +33,8 @@ struct ChunkParams {
 };
 
 // Streaming: feed the file's bytes in order, in pieces of any size; chunks
-// are appended to chunks() as their ends are found. No data is buffered.
+// are appended to chunks() as they are named, four at a time (their bytes
+// are held until then: up to 4 x max_size) and the rest at finish().
 class Chunker {
  public:
   explicit Chunker(ChunkParams params = {});
