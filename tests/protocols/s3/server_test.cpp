@@ -410,6 +410,25 @@ TEST_CASE("bad requests get their S3 errors and store nothing") {
   CHECK(c.send(md5).code() == "BadDigest");
   ClientRequest sha{"PUT", "/bkt/sha", "", {}, "data", s3::sha256_hex("other")};
   CHECK(c.send(sha).code() == "XAmzContentSHA256Mismatch");
+  // The same over bodies of several blocks, whose digests are taken on a
+  // pool while the next bytes arrive: a change in the last byte is found.
+  const std::string big = pattern(5 * 1024 * 1024 + 12345, 9);
+  std::string other = big;
+  other.back() = static_cast<char>(other.back() ^ 1);
+  auto content_md5 = [](const std::string& body) {
+    s3::Digest d(s3::Digest::Kind::md5);
+    d.update(body);
+    return s3::base64_encode(s3::as_bytes(d.finish()));
+  };
+  ClientRequest big_md5{"PUT", "/bkt/md5", "", {{"content-md5", content_md5(other)}}, big, {}};
+  CHECK(c.send(big_md5).code() == "BadDigest");
+  ClientRequest big_sha{"PUT", "/bkt/sha", "", {}, big, s3::sha256_hex(other)};
+  CHECK(c.send(big_sha).code() == "XAmzContentSHA256Mismatch");
+  ClientRequest big_right{"PUT", "/bkt/big", "", {{"content-md5", content_md5(big)}}, big, s3::sha256_hex(big)};
+  auto stored = c.send(big_right);
+  CHECK(stored.status == 200);
+  CHECK(stored.header("etag") == "\"" + md5_hex(big) + "\"");
+  CHECK(c.get("/bkt/big").body == big);
   CHECK(c.get("/bkt/md5").code() == "NoSuchKey");
   CHECK(c.get("/bkt/sha").code() == "NoSuchKey");
   // Wrong secret, unknown key.
