@@ -177,7 +177,7 @@ asio::awaitable<Outcome> upload_part(Service& s, Request& r) {
   if (!upload) co_return upload.error();
   auto number = part_number(r);
   if (!number) co_return number.error();
-  PayloadReader body(r, &s.blocking);
+  PayloadReader body(r);
   if (auto e = body.start()) co_return e;
   auto part = s.uploads.new_part(*upload, *number);
   if (!part) co_return Error(Code::NoSuchUpload);

@@ -77,7 +77,7 @@ asio::awaitable<Outcome> put_object(Service& s, Request& r) {
   if (!bucket) co_return bucket.error();
   auto meta = meta_from_headers(r.head.headers);
   if (!meta) co_return meta.error();
-  PayloadReader body(r, &s.blocking);
+  PayloadReader body(r);
   if (auto e = body.start()) co_return e;
   std::vector<http::Header> headers;
   if (key->marker()) {

@@ -2,17 +2,10 @@
 
 #include "protocols/s3/chunked.hpp"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/deferred.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/experimental/parallel_group.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <charconv>
 #include <cstring>
-#include <exception>
-#include <utility>
 #include <vector>
 
 namespace weft::s3 {
@@ -20,10 +13,6 @@ namespace weft::s3 {
 namespace asio = boost::asio;
 
 namespace {
-
-// A plain body's digests go to the pool in pieces of at least this much, so
-// that hand-offs stay few.
-constexpr std::size_t kDigestBatch = 256 << 10;
 
 std::optional<std::uint64_t> parse_u64(std::string_view s) {
   std::uint64_t v = 0;
@@ -48,11 +37,9 @@ bool streaming(PayloadMode m) {
 }  // namespace
 
 struct PayloadReader::State final : AwsChunkedDecoder::Sink {
-  State(Request& req, asio::thread_pool* pool) : r(req), digest_pool(pool) {}
+  explicit State(Request& req) : r(req) {}
 
   Request& r;
-  asio::thread_pool* digest_pool;
-  std::span<const std::byte> undigested;  // returned by read(), digests pending (with a pool)
   Digest md5{Digest::Kind::md5};
   std::optional<Digest> sha256;              // mode sha256: the whole body
   std::optional<Checksum> checksum;          // the x-amz-checksum being computed
@@ -82,48 +69,6 @@ struct PayloadReader::State final : AwsChunkedDecoder::Sink {
     if (sha256) sha256->update(b);
     if (checksum) checksum->update(b);
     total += data.size();
-  }
-
-  // Receives the next bytes of a plain body. With a pool, the digests of
-  // the bytes returned before are taken there meanwhile, so that one
-  // upload's MD5 (0.9 GB/s here) does not hold the connection's thread;
-  // adjacent pieces are gathered into batches.
-  asio::awaitable<http::Result<std::size_t>> receive(std::span<std::byte> out) {
-    if (!digest_pool) {
-      auto n = co_await r.ex.read_body(out);
-      if (n && *n) consume(out.first(*n));
-      co_return n;
-    }
-    const std::byte* end = undigested.data() + undigested.size();
-    http::Result<std::size_t> n = std::size_t{0};
-    if (undigested.empty() || (end == out.data() && undigested.size() < kDigestBatch)) {
-      n = co_await r.ex.read_body(out);
-    } else if (out.data() < end && undigested.data() < out.data() + out.size()) {
-      consume(std::exchange(undigested, {}));  // the caller reuses those bytes
-      n = co_await r.ex.read_body(out);
-    } else {
-      auto batch = std::exchange(undigested, {});
-      auto digest = asio::co_spawn(
-          *digest_pool, [this, batch]() -> asio::awaitable<void> { consume(batch); co_return; }, asio::deferred);
-      auto recv = asio::co_spawn(co_await asio::this_coro::executor, r.ex.read_body(out), asio::deferred);
-      auto both = asio::experimental::make_parallel_group(std::move(digest), std::move(recv))
-                      .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
-      auto [order, digest_error, recv_error, got] = co_await std::move(both);
-      if (digest_error) std::rethrow_exception(digest_error);
-      if (recv_error) std::rethrow_exception(recv_error);
-      n = got;
-    }
-    if (!n) co_return n;
-    if (*n == 0) {
-      consume(std::exchange(undigested, {}));
-      co_return n;
-    }
-    if (undigested.empty()) {
-      undigested = out.first(*n);
-    } else {
-      undigested = std::span<const std::byte>(undigested.data(), undigested.size() + *n);
-    }
-    co_return n;
   }
 
   bool signed_chunks() const {
@@ -221,8 +166,7 @@ struct PayloadReader::State final : AwsChunkedDecoder::Sink {
   }
 };
 
-PayloadReader::PayloadReader(Request& r, asio::thread_pool* digest_pool)
-    : s_(std::make_unique<State>(r, digest_pool)) {}
+PayloadReader::PayloadReader(Request& r) : s_(std::make_unique<State>(r)) {}
 PayloadReader::~PayloadReader() = default;
 
 Outcome PayloadReader::start() {
@@ -273,13 +217,14 @@ asio::awaitable<PayloadReader::Result<std::size_t>> PayloadReader::read(std::spa
   State& s = *s_;
   if (s.finished || out.empty()) co_return std::size_t{0};
   if (!s.decoder) {
-    auto n = co_await s.receive(out);
+    auto n = co_await s.r.ex.read_body(out);
     if (!n) co_return read_error(n.error());
     if (*n == 0) {
       if (auto e = s.finish()) co_return *e;
       co_return std::size_t{0};
     }
     s.r.bytes_in += *n;
+    s.consume(out.first(*n));
     co_return *n;
   }
   // aws-chunked: raw pieces no larger than `out`, so their payload fits.

@@ -4,15 +4,12 @@
 // an x-amz-checksum-* value (in a header or a trailer) and the declared
 // lengths. read() returns 0 only once every check has passed: a caller that
 // stores the bytes commits them only then, and discards them on any error.
-// The bytes a read() returned must stay as they are until the next read():
-// given a pool, the digests of a plain body are taken there meanwhile.
 #pragma once
 
 #include "protocols/s3/checksum.hpp"
 #include "protocols/s3/request.hpp"
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <boost/system/result.hpp>
 
 #include <memory>
@@ -28,9 +25,7 @@ class PayloadReader {
   template <class T>
   using Result = boost::system::result<T, Error>;
 
-  // `digest_pool`, for bodies worth it (objects and parts), takes a plain
-  // body's digests off the connection's thread while it receives.
-  explicit PayloadReader(Request& r, boost::asio::thread_pool* digest_pool = nullptr);
+  explicit PayloadReader(Request& r);
   ~PayloadReader();
   PayloadReader(const PayloadReader&) = delete;
   PayloadReader& operator=(const PayloadReader&) = delete;

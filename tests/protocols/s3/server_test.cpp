@@ -410,8 +410,8 @@ TEST_CASE("bad requests get their S3 errors and store nothing") {
   CHECK(c.send(md5).code() == "BadDigest");
   ClientRequest sha{"PUT", "/bkt/sha", "", {}, "data", s3::sha256_hex("other")};
   CHECK(c.send(sha).code() == "XAmzContentSHA256Mismatch");
-  // The same over bodies of several blocks, whose digests are taken on a
-  // pool while the next bytes arrive: a change in the last byte is found.
+  // The same over bodies of several blocks and many reads: a change in the
+  // last byte is found.
   const std::string big = pattern(5 * 1024 * 1024 + 12345, 9);
   std::string other = big;
   other.back() = static_cast<char>(other.back() ^ 1);
