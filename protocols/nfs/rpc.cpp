@@ -44,7 +44,7 @@ RecordReader::Next RecordReader::next(std::vector<std::uint8_t>& out) {
       if (dropping_) {
         const std::size_t keep = std::min(take, kOversizedHead - std::min(kOversizedHead, rec_.size()));
         rec_.insert(rec_.end(), buf_.data() + start_, buf_.data() + start_ + keep);
-      } else {
+      } else if (take > 0) {  // an empty fragment leaves rec_ without storage
         std::memcpy(rec_.data() + rec_filled_, buf_.data() + start_, take);
         rec_filled_ += take;
       }

@@ -6,10 +6,9 @@
 #   build-fuzz/sftp_packet_fuzz -max_total_time=600 CORPUS_DIR
 # ctest in that build runs a bounded smoke run (fuzz.sftp_packet); CI runs
 # it that way, long runs are done by hand.
-set(weft_sftp_fuzz_flags -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined)
-target_compile_options(weft_sftp_packet PRIVATE ${weft_sftp_fuzz_flags})
+target_compile_options(weft_sftp_packet PRIVATE ${WEFT_FUZZ_FLAGS} -fsanitize=fuzzer-no-link)
 add_executable(sftp_packet_fuzz ${CMAKE_CURRENT_LIST_DIR}/sftp_packet_fuzz.cpp)
-target_compile_options(sftp_packet_fuzz PRIVATE ${weft_sftp_fuzz_flags})
+target_compile_options(sftp_packet_fuzz PRIVATE ${WEFT_FUZZ_FLAGS} -fsanitize=fuzzer-no-link)
 target_link_options(sftp_packet_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
 target_link_libraries(sftp_packet_fuzz PRIVATE weft_sftp_packet)
 enable_testing()

@@ -11,7 +11,7 @@ add_executable(smb_fuzz
   ${PROJECT_SOURCE_DIR}/protocols/smb/spnego.cpp
   ${PROJECT_SOURCE_DIR}/protocols/smb/wire.cpp)
 target_include_directories(smb_fuzz PRIVATE ${PROJECT_SOURCE_DIR})
-target_compile_options(smb_fuzz PRIVATE -fsanitize=fuzzer,address,undefined -g -O1)
+target_compile_options(smb_fuzz PRIVATE ${WEFT_FUZZ_FLAGS} -fsanitize=fuzzer -g -O1)
 target_link_options(smb_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
 target_link_libraries(smb_fuzz PRIVATE OpenSSL::Crypto)
 add_test(NAME fuzz.smb COMMAND smb_fuzz -runs=200000 -max_len=4096)

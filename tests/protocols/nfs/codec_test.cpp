@@ -90,6 +90,21 @@ TEST_CASE("record marking: fragments, pipelined records, any read size") {
   }
 }
 
+TEST_CASE("record marking: empty fragments, alone or among others") {
+  // An empty record (the fuzzer found a zero-length last fragment copied
+  // into a record without storage), and empty fragments inside a record.
+  const std::string stream = mark(0, true) + mark(0, false) + mark(2, false) + "ab" + mark(0, true) + mark(1, true) + "c";
+  for (std::size_t step : {1u, 4u, 1000u}) {
+    RecordReader r(1024);
+    auto recs = feed(r, stream, step);
+    REQUIRE(recs.size() == 3);
+    CHECK(recs[0].empty());
+    CHECK(recs[1] == bytes("ab"));
+    CHECK(recs[2] == bytes("c"));
+    CHECK(!r.partial());
+  }
+}
+
 TEST_CASE("record marking: a large fragment goes straight into the record") {
   std::string payload(300000, 'x');
   payload[12345] = 'y';
