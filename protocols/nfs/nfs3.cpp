@@ -92,16 +92,22 @@ Nfsstat3 status(Call& c, const std::error_code& ec) { return status(c, nfsstat3_
 // A failed procedure's reply whose failure arm holds post-op attributes, or
 // the directory's weak cache consistency data (RFC 1813): the status, then
 // those (absent where the object itself could not be read).
-Nfsstat3 failed_post_op(Call& c, const std::error_code& ec, const std::optional<Attr>& a) {
-  auto st = status(c, ec);
+Nfsstat3 failed_post_op(Call& c, Nfsstat3 st, const std::optional<Attr>& a) {
+  status(c, st);
   post_op(c.w, a);
+  return st;
+}
+Nfsstat3 failed_post_op(Call& c, const std::error_code& ec, const std::optional<Attr>& a) {
+  return failed_post_op(c, nfsstat3_of(ec), a);
+}
+Nfsstat3 failed_wcc(Call& c, Nfsstat3 st, const std::optional<Attr>& before, const std::optional<Attr>& after) {
+  status(c, st);
+  wcc(c.w, before, after);
   return st;
 }
 Nfsstat3 failed_wcc(Call& c, const std::error_code& ec, const std::optional<Attr>& before,
                     const std::optional<Attr>& after) {
-  auto st = status(c, ec);
-  wcc(c.w, before, after);
-  return st;
+  return failed_wcc(c, nfsstat3_of(ec), before, after);
 }
 
 void add_path(Call& c, std::string_view name) {
@@ -172,10 +178,9 @@ awaitable<Nfsstat3> setattr(Call& c, const Args3& a) {
   auto r = co_await c.s.ns.setattr(c.ctx, obj->ino, a.attr);
   if (!r) {
     // A conflict here is the guard's ctime check (RFC 1813 3.3.2).
-    auto st = is(r.error(), Errc::conflict) ? status(c, Nfsstat3::not_sync) : status(c, r.error());
+    const Nfsstat3 st = is(r.error(), Errc::conflict) ? Nfsstat3::not_sync : nfsstat3_of(r.error());
     auto after = co_await attr_of(c, obj->ino);
-    wcc(c.w, *obj, after);
-    co_return st;
+    co_return failed_wcc(c, st, *obj, after);
   }
   status(c, Nfsstat3::ok);
   wcc(c.w, *obj, *r);
@@ -217,9 +222,7 @@ awaitable<Nfsstat3> readlink(Call& c, const Args3& a) {
   auto obj = co_await object(c, a.fh);
   if (!obj) co_return failed_post_op(c, obj.error(), std::nullopt);
   if (obj->type != ns::FileType::symlink) {
-    status(c, Nfsstat3::inval);
-    post_op(c.w, *obj);
-    co_return Nfsstat3::inval;
+    co_return failed_post_op(c, Nfsstat3::inval, *obj);
   }
   auto target = co_await c.s.ns.readlink(c.ctx, obj->ino);
   if (!target) co_return failed_post_op(c, target.error(), *obj);
@@ -240,9 +243,7 @@ awaitable<Nfsstat3> read(Call& c, const Args3& a, std::uint64_t& bytes) {
   auto obj = co_await object(c, a.fh);
   if (!obj) co_return failed_post_op(c, obj.error(), std::nullopt);
   if (auto bad = not_a_file(*obj)) {
-    status(c, *bad);
-    post_op(c.w, *obj);
-    co_return *bad;
+    co_return failed_post_op(c, *bad, *obj);
   }
   auto lease = co_await c.s.open_files().acquire(c.ctx, obj->ino, false);
   if (!lease) co_return failed_post_op(c, lease.error(), *obj);
@@ -282,9 +283,7 @@ awaitable<Nfsstat3> write(Call& c, const Args3& a, std::uint64_t& bytes) {
   std::optional<Nfsstat3> bad = not_a_file(*obj);
   if (!bad && a.count != a.data.size()) bad = Nfsstat3::inval;
   if (bad) {
-    status(c, *bad);
-    wcc(c.w, *obj, *obj);
-    co_return *bad;
+    co_return failed_wcc(c, *bad, *obj, *obj);
   }
   auto lease = co_await c.s.open_files().acquire(c.ctx, obj->ino, true);
   ns::Result<std::size_t> n = lease ? ns::Result<std::size_t>(0) : ns::Result<std::size_t>(lease.error());
@@ -376,9 +375,7 @@ awaitable<Nfsstat3> mknod(Call& c, const Args3& a) {
   // Devices, sockets and FIFOs have no place in the namespace; regular
   // files, directories and links have their own procedures.
   const bool special = a.how == 3 || a.how == 4 || a.how == 6 || a.how == 7;
-  auto st = status(c, special ? Nfsstat3::notsupp : Nfsstat3::badtype);
-  wcc(c.w, *dir, *dir);
-  co_return st;
+  co_return failed_wcc(c, special ? Nfsstat3::notsupp : Nfsstat3::badtype, *dir, *dir);
 }
 
 awaitable<Nfsstat3> remove(Call& c, const Args3& a, bool directory) {
@@ -445,16 +442,12 @@ awaitable<Nfsstat3> readdir(Call& c, const Args3& a, bool plus) {
   auto dir = co_await object(c, a.fh);
   if (!dir) co_return failed_post_op(c, dir.error(), std::nullopt);
   if (dir->type != ns::FileType::directory) {
-    status(c, Nfsstat3::notdir);
-    post_op(c.w, *dir);
-    co_return Nfsstat3::notdir;
+    co_return failed_post_op(c, Nfsstat3::notdir, *dir);
   }
   std::array<std::uint8_t, 8> verf;
   for (int i = 0; i < 8; ++i) verf[i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(dir->btime_ns) >> (56 - 8 * i));
   if (a.offset != 0 && a.verf != verf) {
-    status(c, Nfsstat3::bad_cookie);
-    post_op(c.w, *dir);
-    co_return Nfsstat3::bad_cookie;
+    co_return failed_post_op(c, Nfsstat3::bad_cookie, *dir);
   }
   // Budgets: the whole reply (count, or maxcount for PLUS) and, for PLUS,
   // the entries' names and cookies (dircount).
@@ -494,9 +487,7 @@ awaitable<Nfsstat3> readdir(Call& c, const Args3& a, bool plus) {
   }
   if (encoded == 0 && !page->entries.empty()) {
     c.out.resize(status_at);
-    status(c, Nfsstat3::toosmall);
-    post_op(c.w, *dir);
-    co_return Nfsstat3::toosmall;
+    co_return failed_post_op(c, Nfsstat3::toosmall, *dir);
   }
   c.w.boolean(false);
   c.w.boolean(page->eof && encoded == page->entries.size());
@@ -559,9 +550,7 @@ awaitable<Nfsstat3> commit(Call& c, const Args3& a) {
   auto obj = co_await object(c, a.fh);
   if (!obj) co_return failed_wcc(c, obj.error(), std::nullopt, std::nullopt);
   if (auto bad = not_a_file(*obj)) {
-    status(c, *bad);
-    wcc(c.w, *obj, *obj);
-    co_return *bad;
+    co_return failed_wcc(c, *bad, *obj, *obj);
   }
   auto lease = c.s.open_files().writer(obj->ino);
   ns::Result<Attr> r = Errc::io;
@@ -571,10 +560,8 @@ awaitable<Nfsstat3> commit(Call& c, const Args3& a) {
   else
     r = co_await c.s.ns.commit(c.ctx, obj->ino);
   if (!r) {
-    auto st = status(c, r.error());
     auto after = co_await attr_of(c, obj->ino);
-    wcc(c.w, *obj, after);
-    co_return st;
+    co_return failed_wcc(c, r.error(), *obj, after);
   }
   status(c, Nfsstat3::ok);
   wcc(c.w, *obj, *r);
