@@ -80,10 +80,12 @@ std::optional<AuthorizationHeader> parse_authorization(std::string_view text) {
   std::optional<Credential> credential;
   std::optional<std::vector<std::string>> signed_headers;
   std::optional<std::string> signature;
-  while (!text.empty()) {
+  // Every comma is followed by a part: "..., Signature=..," is malformed.
+  for (bool more = true; more;) {
     std::size_t comma = text.find(',');
     std::string_view part = text::trim_ows(text.substr(0, comma));
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    more = comma != std::string_view::npos;
+    if (more) text.remove_prefix(comma + 1);
     std::size_t eq = part.find('=');
     if (eq == std::string_view::npos) return std::nullopt;
     std::string_view name = part.substr(0, eq), value = part.substr(eq + 1);

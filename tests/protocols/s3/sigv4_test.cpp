@@ -55,6 +55,12 @@ TEST_CASE("Authorization header and credential parsing") {
   CHECK_FALSE(sigv4::parse_authorization("AWS4-HMAC-SHA256 Credential=K/20130524/r/s3/aws4_request,"
                                          "SignedHeaders=host,Signature=XYZ"));
   CHECK_FALSE(sigv4::parse_authorization("AWS4-HMAC-SHA256 SignedHeaders=host"));
+  // A comma promises another part: trailing and doubled commas are malformed.
+  CHECK_FALSE(sigv4::parse_authorization("AWS4-HMAC-SHA256 Credential=K/20130524/r/s3/aws4_request,"
+                                         "SignedHeaders=host,Signature=" + std::string(64, 'a') + ","));
+  CHECK_FALSE(sigv4::parse_authorization("AWS4-HMAC-SHA256 Credential=K/20130524/r/s3/aws4_request,,"
+                                         "SignedHeaders=host,Signature=" + std::string(64, 'a')));
+  CHECK_FALSE(sigv4::parse_authorization("AWS4-HMAC-SHA256 "));
   CHECK_FALSE(sigv4::parse_signed_headers("range;host"));  // unsorted
   CHECK_FALSE(sigv4::parse_signed_headers("Host"));
   CHECK_FALSE(sigv4::parse_signed_headers("host;;range"));
