@@ -227,6 +227,7 @@ std::vector<Fetch> plan(State& st, Mount& m, Learner& l, learn::ClientId client)
   const std::uint64_t budget = std::min(link_window(m), st.chunks->stats().ram_budget / kCacheShare);
   const std::uint64_t request_bytes = std::clamp(budget / 8, kMinRequestBytes, kMaxRequestBytes);
   std::vector<Fetch> manifests;
+  std::unordered_set<learn::FileId> manifest_listed;  // experts may propose the same file
   // From a standstill (nothing on its way: a job starts) the first requests
   // are small and grow to request_bytes, doubling: the few on the wire share
   // the link, and the first, the files the job reads first, arrives sooner.
@@ -239,7 +240,7 @@ std::vector<Fetch> plan(State& st, Mount& m, Learner& l, learn::ClientId client)
     took = false;
     for (const learn::Proposal& p : l.proposals) {
       const learn::FileId id = p.prediction.file;
-      if (l.files[id].version == 0 || l.in_flight.contains(id)) continue;
+      if (l.files[id].version == 0 || l.in_flight.contains(id) || !manifest_listed.insert(id).second) continue;
       if (manifests.empty() || manifests.back().dir != l.files[id].dir)
         manifests.push_back({l.files[id].dir, {}, {}, true});
       manifests.back().files.push_back(ahead_file(l, id, 0, 0));
