@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <utility>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace weft::data {
@@ -93,6 +94,10 @@ void check(int ok) {
   if (ok != 1) std::abort();
 }
 
+// Zeros to scan, for runs of zeros shorter than a zero chunk (update_zeros()).
+constexpr std::size_t kZeroBlock = 64u << 10;
+constexpr std::array<std::uint8_t, kZeroBlock> kZeros{};
+
 }  // namespace
 
 std::string to_hex(const Digest& d) {
@@ -126,6 +131,10 @@ struct Chunker::State {
   std::size_t unnamed_count = 0;
   std::vector<Chunk> chunks;
   bool finished = false;
+  // The chunk that zeros make from a chunk start (update_zeros()): found
+  // by scanning them once.
+  std::uint32_t zero_length = 0;
+  Digest zero_digest{};
 
   explicit State(ChunkParams p) : params(p) {
     // Parameters come from code, not from clients; wrong ones are a bug that
@@ -136,6 +145,36 @@ struct Chunker::State {
     const unsigned n = static_cast<unsigned>(std::countr_zero(p.avg_size));
     mask_small = spread_mask(n + 2);
     mask_large = spread_mask(n - 2);
+  }
+
+  // Takes the first bytes of p[0..n) that belong to the current chunk,
+  // ending it if it ends there; returns how many it took.
+  std::size_t step(const std::uint8_t* p, std::size_t n) {
+    bool cut = false;
+    const std::size_t used = scan(p, n, &cut);
+    const auto* run = reinterpret_cast<const std::byte*>(p);
+    held.insert(held.end(), run, run + used);
+    if (cut) end_chunk();
+    return used;
+  }
+
+  void find_zero_chunk() {
+    State probe(params);
+    bool cut = false;
+    std::size_t length = 0;
+    while (!cut) length += probe.scan(kZeros.data(), kZeros.size(), &cut);
+    zero_length = static_cast<std::uint32_t>(length);
+    zero_digest = sha256(std::vector<std::byte>(length));
+  }
+
+  // At a chunk start: `count` chunks of zeros.
+  void add_zero_chunks(std::uint64_t count) {
+    if (unnamed_count > 0) name_chunks();  // they come first
+    chunks.reserve(chunks.size() + count);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      chunks.push_back(Chunk{chunk_start, zero_length, zero_digest});
+      chunk_start += zero_length;
+    }
   }
 
   // Returns how many bytes of `p[0..n)` belong to the current chunk, and sets
@@ -250,13 +289,26 @@ void Chunker::update(std::span<const std::byte> bytes) {
   std::size_t n = bytes.size();
   s.consumed += n;
   while (n > 0) {
-    bool cut = false;
-    const std::size_t used = s.scan(p, n, &cut);
-    const auto* run = reinterpret_cast<const std::byte*>(p);
-    s.held.insert(s.held.end(), run, run + used);
-    if (cut) s.end_chunk();
+    const std::size_t used = s.step(p, n);
     p += used;
     n -= used;
+  }
+}
+
+void Chunker::update_zeros(std::uint64_t count) {
+  auto& s = *state_;
+  assert(!s.finished);
+  s.consumed += count;
+  while (count > 0) {
+    if (s.pos == 0) {
+      if (s.zero_length == 0) s.find_zero_chunk();
+      if (const std::uint64_t whole = count / s.zero_length; whole > 0) {
+        s.add_zero_chunks(whole);
+        count -= whole * s.zero_length;
+        continue;
+      }
+    }
+    count -= s.step(kZeros.data(), static_cast<std::size_t>(std::min<std::uint64_t>(count, kZeros.size())));
   }
 }
 
@@ -271,16 +323,50 @@ std::uint64_t Chunker::consumed() const { return state_->consumed; }
 const std::vector<Chunk>& Chunker::chunks() const { return state_->chunks; }
 std::vector<Chunk> Chunker::take_chunks() { return std::exchange(state_->chunks, {}); }
 
+namespace {
+
+// Where the data after `off` (< size) ends: the next hole, or `size`.
+std::uint64_t data_end(int fd, std::uint64_t off, std::uint64_t size) {
+  const off_t hole = ::lseek(fd, static_cast<off_t>(off), SEEK_HOLE);
+  return hole < 0 ? size : std::min<std::uint64_t>(size, static_cast<std::uint64_t>(hole));
+}
+
+// Where the next data at or after `off` starts: `off` itself unless a hole
+// starts there (a file system without SEEK_DATA has none), `size` if the
+// hole runs to the end.
+std::uint64_t data_start(int fd, std::uint64_t off, std::uint64_t size) {
+  const off_t data = ::lseek(fd, static_cast<off_t>(off), SEEK_DATA);
+  if (data < 0) return errno == ENXIO ? size : off;
+  return std::min<std::uint64_t>(size, static_cast<std::uint64_t>(data));
+}
+
+}  // namespace
+
 int chunk_file(int fd, std::uint64_t size, const ChunkParams& params, std::vector<Chunk>* out) {
   // Large reads keep syscalls rare; the buffer is reused for the whole file.
   constexpr std::size_t kBlock = 1u << 20;
+  // Holes read as zeros: a file shorter than `size` must not pass for one
+  // that ends in a hole.
+  struct stat st{};
+  if (size > 0 && ::fstat(fd, &st) != 0) return errno;
+  if (static_cast<std::uint64_t>(st.st_size) < size) return ENODATA;
   ::posix_fadvise(fd, 0, static_cast<off_t>(size), POSIX_FADV_SEQUENTIAL);
   const auto buf_size = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, size));
   const auto buf = std::make_unique_for_overwrite<std::byte[]>(buf_size);
   Chunker chunker(params);
-  std::uint64_t off = 0;
+  std::uint64_t off = 0, end = 0;  // data is known to run from off to end
   while (off < size) {
-    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buf_size, size - off));
+    if (off == end) {
+      // A sparse file's holes are not read (a byte written at 1 TiB would
+      // otherwise have a terabyte of zeros read into the page cache).
+      if (const std::uint64_t start = data_start(fd, off, size); start > off) {
+        chunker.update_zeros(start - off);
+        off = end = start;
+        continue;
+      }
+      end = std::max(off + 1, data_end(fd, off, size));
+    }
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buf_size, end - off));
     const ssize_t got = ::pread(fd, buf.get(), want, static_cast<off_t>(off));
     if (got < 0) {
       if (errno == EINTR) continue;

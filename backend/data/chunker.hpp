@@ -43,6 +43,10 @@ class Chunker {
   Chunker& operator=(Chunker&&) noexcept;
 
   void update(std::span<const std::byte> bytes);
+  // As update() with `count` zero bytes (a hole of a sparse file), without
+  // reading or hashing them: from a chunk start, zeros cut where every run
+  // of zeros cuts, so whole zero chunks are named once and repeated.
+  void update_zeros(std::uint64_t count);
   // Ends the last chunk (if any bytes are pending). No update() after this.
   void finish();
   std::uint64_t consumed() const;
@@ -54,8 +58,9 @@ class Chunker {
   std::unique_ptr<State> state_;
 };
 
-// Chunks the first `size` bytes of an open file (pread, large blocks).
-// Returns 0 or an errno value.
+// Chunks the first `size` bytes of an open file (pread, large blocks; its
+// holes, found with SEEK_DATA/SEEK_HOLE, are not read: update_zeros()).
+// Returns 0 or an errno value (ENODATA: the file is shorter than `size`).
 int chunk_file(int fd, std::uint64_t size, const ChunkParams& params, std::vector<Chunk>* out);
 
 }  // namespace weft::data

@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
+#include <optional>
 #include <random>
 #include <set>
 #include <unistd.h>
@@ -242,6 +244,102 @@ TEST_CASE("chunk_file reads a file into the same chunks") {
   CHECK(data::chunk_file(fd, bytes.size() + 1, {}, &from_file) == ENODATA);
   ::close(fd);
   CHECK(data::chunk_file(fd, bytes.size(), {}, &from_file) == EBADF);
+}
+
+namespace {
+
+// Bytes this process has read (/proc/self/io's rchar), or nullopt where the
+// kernel does not count them.
+std::optional<std::uint64_t> bytes_read() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  std::uint64_t value = 0;
+  while (io >> key >> value)
+    if (key == "rchar:") return value;
+  return std::nullopt;
+}
+
+bool same_chunks(const std::vector<Chunk>& a, const std::vector<Chunk>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].offset != b[i].offset || a[i].length != b[i].length || a[i].digest != b[i].digest) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("runs of zeros given to update_zeros() chunk as the zero bytes do") {
+  // Default sizes (zeros are cut at max_size) and small ones (zeros find a
+  // cut point of their own before max_size).
+  for (const ChunkParams p : {ChunkParams{}, ChunkParams{256, 1024, 8192}}) {
+    data::Chunker probe(p);
+    probe.update_zeros(p.max_size);
+    probe.finish();
+    const std::uint32_t zero_chunk = probe.chunks().front().length;
+    CAPTURE(p.avg_size);
+    CAPTURE(zero_chunk);
+    const std::uint64_t z = zero_chunk;
+    for (const std::uint64_t run : std::vector<std::uint64_t>{0, 1, 5000, z - 1, z, z + 1, 3 * z + 17, 10u << 20}) {
+      CAPTURE(run);
+      const auto head = random_bytes(100000, run + 1), tail = random_bytes(70001, run + 2);
+      std::vector<std::byte> all(head);
+      all.resize(head.size() + run);
+      all.insert(all.end(), tail.begin(), tail.end());
+      all.resize(all.size() + run);  // a file may end in zeros too
+      const auto expected = chunk_all(all, p);
+
+      data::Chunker c(p);
+      c.update(head);
+      c.update_zeros(run / 3);  // a run in pieces, the middle one as bytes
+      c.update(std::vector<std::byte>(run / 3));
+      c.update_zeros(run - 2 * (run / 3));
+      c.update(tail);
+      c.update_zeros(run);
+      c.finish();
+      CHECK(c.consumed() == all.size());
+      CHECK(same_chunks(c.chunks(), expected));
+    }
+  }
+}
+
+TEST_CASE("chunk_file does not read the holes of a sparse file") {
+  test::TempDir dir;
+  const std::string path = dir / "sparse";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  REQUIRE(fd >= 0);
+  // Data, a hole, data at an odd offset, and a hole to the end.
+  const auto first = random_bytes(300000, 7), second = random_bytes(50000, 8);
+  const std::uint64_t second_at = (40u << 20) + 123, size = (100u << 20) + 7;
+  REQUIRE(::pwrite(fd, first.data(), first.size(), 0) == ssize_t(first.size()));
+  REQUIRE(::pwrite(fd, second.data(), second.size(), second_at) == ssize_t(second.size()));
+  REQUIRE(::ftruncate(fd, size) == 0);
+  std::vector<std::byte> bytes(size);
+  std::copy(first.begin(), first.end(), bytes.begin());
+  std::copy(second.begin(), second.end(), bytes.begin() + second_at);
+  std::vector<Chunk> from_file;
+  REQUIRE(data::chunk_file(fd, size, {}, &from_file) == 0);
+  CHECK(same_chunks(from_file, chunk_all(bytes)));
+  // A prefix that ends inside the hole.
+  REQUIRE(data::chunk_file(fd, 20u << 20, {}, &from_file) == 0);
+  CHECK(same_chunks(from_file, chunk_all(std::span(bytes).first(20u << 20))));
+  CHECK(data::chunk_file(fd, size + 1, {}, &from_file) == ENODATA);
+
+  // One byte written at 16 GiB: chunked without reading 16 GiB of zeros
+  // (which would take tens of seconds and fill the page cache).
+  const std::uint64_t far = 16ull << 30;
+  REQUIRE(::pwrite(fd, "x", 1, static_cast<off_t>(far)) == 1);
+  const auto read_before = bytes_read();
+  REQUIRE(data::chunk_file(fd, far + 1, {}, &from_file) == 0);
+  if (const auto read_after = bytes_read(); read_before && read_after)
+    CHECK(*read_after - *read_before < (1u << 20));  // the data blocks only
+  data::Chunker c;
+  c.update(bytes);
+  c.update_zeros(far - size);
+  c.update(std::as_bytes(std::span("x", 1)));
+  c.finish();
+  CHECK(same_chunks(from_file, c.chunks()));
+  check_tiling(from_file, far + 1, {});
+  ::close(fd);
 }
 
 TEST_CASE("chunker throughput") {
