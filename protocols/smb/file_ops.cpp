@@ -10,6 +10,9 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <cstdint>
+#include <limits>
+
 namespace weft::smb {
 
 namespace asio = boost::asio;
@@ -41,6 +44,16 @@ std::uint32_t granted_access(std::uint32_t desired, bool writable) {
   if (desired & access::generic_all) g |= access::all_file;
   if (desired & access::maximum_allowed) g |= writable ? access::all_file : access::read_only_file;
   return g;
+}
+
+// As Windows: file offsets are signed 64-bit, so a range that ends past
+// INT64_MAX is invalid, and no write may end past MAXFILESIZE (16 TiB less
+// 64 KiB; a zero-length write anywhere below INT64_MAX succeeds).
+constexpr std::uint64_t kMaxOffset = std::numeric_limits<std::int64_t>::max();
+constexpr std::uint64_t kMaxFileSize = 0xfffffff0000;
+
+constexpr bool valid_range(std::uint64_t offset, std::uint64_t length) {
+  return offset <= kMaxOffset && length <= kMaxOffset - offset;
 }
 
 constexpr bool reads_data(std::uint32_t a) { return (a & (access::read_data | access::execute)) != 0; }
@@ -306,7 +319,7 @@ Connection::Task Connection::on_read(Request& r) {
   if (!o) co_return error(status::file_closed);
   if (o->directory) co_return error(status::invalid_device_request);
   if (!o->handle || !reads_data(o->access)) co_return error(status::access_denied);
-  if (offset > (1ull << 62)) co_return error(status::end_of_file);  // past any file there can be
+  if (!valid_range(offset, length)) co_return error(status::invalid_parameter);
   Reply reply;
   Bytes& out = reply.out.data();
   constexpr std::size_t kDataOffset = kHeaderSize + 16;
@@ -351,20 +364,17 @@ Connection::Task Connection::on_write(Request& r) {
   if (!o) co_return error(status::file_closed);
   if (o->directory) co_return error(status::invalid_device_request);
   if (!o->handle || !o->handle_writes || !writes_data(o->access)) co_return error(status::access_denied);
-  const ns::OpContext ctx = context(r);
-  if (offset == ~std::uint64_t{0}) {
-    // Append: to the end of the file as it is now.
-    auto a = co_await server_->ns.getattr(ctx, o->ino);
-    if (!a) co_return error(to_status(a.error()));
-    offset = a->size;
-  } else if (offset > (1ull << 62)) {
+  if (!valid_range(offset, length) || (length > 0 && offset + length > kMaxFileSize))
     co_return error(status::invalid_parameter);
-  }
+  const ns::OpContext ctx = context(r);
   // The copy into the file runs on another thread of the io_context, so the
-  // connection reads and checks the next WRITE meanwhile (run()).
+  // connection reads and checks the next WRITE meanwhile (run()). Nothing
+  // to write changes nothing (a file is not extended to the offset).
   const ns::Handle handle = *o->handle;
-  auto n = co_await asio::co_spawn(server_->io,
-                                   server_->ns.write(ctx, handle, offset, std::as_bytes(*data)), asio::use_awaitable);
+  ns::Result<std::size_t> n = std::size_t{0};
+  if (length > 0)
+    n = co_await asio::co_spawn(server_->io, server_->ns.write(ctx, handle, offset, std::as_bytes(*data)),
+                                asio::use_awaitable);
   if (!n) co_return error(to_status(n.error()));
   if (write_flags & 1) {  // SMB2_WRITEFLAG_WRITE_THROUGH
     auto flushed = co_await server_->ns.flush(ctx, *o->handle);

@@ -24,7 +24,7 @@ std::uint32_t to_status(std::error_code ec) {
     case Errc::bad_handle: return status::file_closed;
     case Errc::read_only: return status::media_write_protected;
     case Errc::no_space: return status::disk_full;
-    case Errc::too_big: return status::file_too_large;
+    case Errc::too_big: return status::disk_full;  // as Samba maps EFBIG, and Windows a write past the volume
     case Errc::cross_device: return status::not_same_device;
     case Errc::not_supported:
     case Errc::no_attr: return status::not_supported;

@@ -52,7 +52,6 @@ inline constexpr std::uint32_t file_closed = 0xC0000128;
 inline constexpr std::uint32_t fs_driver_required = 0xC000019C;
 inline constexpr std::uint32_t user_session_deleted = 0xC0000203;
 inline constexpr std::uint32_t not_found = 0xC0000225;
-inline constexpr std::uint32_t file_too_large = 0xC0000904;
 inline constexpr std::uint32_t network_session_expired = 0xC000035C;
 }  // namespace status
 
