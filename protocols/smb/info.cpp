@@ -21,8 +21,8 @@ inline constexpr std::uint8_t basic = 4, standard = 5, internal = 6, ea = 7, acc
                               normalized_name = 48, disposition_ex = 64;
 }
 namespace fs_class {
-inline constexpr std::uint8_t volume = 1, size = 3, device = 4, attribute = 5, full_size = 7, object_id = 8,
-                              sector_size = 11;
+inline constexpr std::uint8_t volume = 1, size = 3, device = 4, attribute = 5, control = 6, full_size = 7,
+                              object_id = 8, sector_size = 11;
 }
 
 constexpr std::uint32_t kBlock = 4096;
@@ -110,7 +110,7 @@ Connection::Task Connection::on_query_info(Request& r) {
         w.u32(static_cast<std::uint32_t>(name.size()));
         w.bytes(name);
         info.variable = true;
-        info.fixed = 100;
+        info.fixed = 104;  // the sizes below which Windows answers INFO_LENGTH_MISMATCH
         break;
       }
       case file_class::normalized_name: {
@@ -131,9 +131,13 @@ Connection::Task Connection::on_query_info(Request& r) {
           w.bytes(name);
         }
         info.variable = true;
-        info.fixed = attr->type == ns::FileType::directory ? 0 : 24;
+        info.fixed = attr->type == ns::FileType::directory ? 0 : 32;
         break;
-      case file_class::compression:
+      case file_class::compression:  // not compressed
+        w.u64(end_of_file(*attr));
+        w.u16(0);  // COMPRESSION_FORMAT_NONE
+        w.zeros(6);  // the unit, chunk and cluster shifts; reserved
+        break;
       case file_class::alternate_name:
         co_return error(status::not_supported);
       default:
@@ -152,7 +156,7 @@ Connection::Task Connection::on_query_info(Request& r) {
         w.u8(0);
         w.bytes(label);
         info.variable = true;
-        info.fixed = 18;
+        info.fixed = 24;
         break;
       }
       case fs_class::size:
@@ -179,9 +183,16 @@ Connection::Task Connection::on_query_info(Request& r) {
         w.u32(static_cast<std::uint32_t>(fs_name.size()));
         w.bytes(fs_name);
         info.variable = true;
-        info.fixed = 12;
+        info.fixed = 16;
         break;
       }
+      case fs_class::control:  // no quotas: no filtering, no default threshold or limit
+        w.zeros(24);
+        w.u64(~std::uint64_t{0});
+        w.u64(~std::uint64_t{0});
+        w.u32(0);
+        w.u32(0);
+        break;
       case fs_class::object_id:
         w.zeros(64);
         break;
