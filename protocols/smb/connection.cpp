@@ -210,6 +210,8 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
     if (related) {
       r.header.session_id = chain_session_;
       r.header.tree_id = chain_tree_;
+    } else {
+      chain_file_.reset();  // as Samba: the chain's file is the one the last unrelated request opened or named
     }
     Reply reply(status::success);
     bool answered = false;
