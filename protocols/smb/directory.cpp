@@ -109,7 +109,8 @@ Connection::Task Connection::on_query_directory(Request& r) {
 
   const ns::OpContext ctx = context(r);
   Listing& l = o->listing;
-  if (!l.built || (qflags & (query_flags::restart | query_flags::reopen))) {
+  const bool rebuild = !l.built || (qflags & (query_flags::restart | query_flags::reopen));
+  if (rebuild) {
     l = Listing{};
     auto self = co_await server_->ns.getattr(ctx, o->ino);
     if (!self) co_return error(to_status(self.error()));
@@ -144,7 +145,19 @@ Connection::Task Connection::on_query_directory(Request& r) {
   const std::size_t start = w.size();
   std::size_t last = 0;
   while (l.next < l.entries.size()) {
-    const ns::DirEntry& e = l.entries[l.next];
+    ns::DirEntry& e = l.entries[l.next];
+    if (!rebuild && e.name != "." && e.name != "..") {
+      // Listed by an earlier request: what was removed or replaced since
+      // is not shown as it was (as a directory read goes on in Windows).
+      auto now = co_await server_->ns.lookup(ctx, o->ino, e.name);
+      if (!now) {
+        ++l.next;
+        continue;
+      }
+      e.ino = now->ino;
+      e.type = now->type;
+      e.attr = *now;
+    }
     const Bytes name = to_utf16(e.name);
     const std::size_t entry_start = (w.size() - start + 7) / 8 * 8 + start;
     const std::size_t need = entry_start - start + fixed_size(klass) + name.size();
@@ -156,7 +169,8 @@ Connection::Task Connection::on_query_directory(Request& r) {
     ++l.next;
     if (qflags & query_flags::single) break;
   }
-  if (w.size() == start) co_return error(status::info_length_mismatch);  // not even one entry fits
+  if (w.size() == start)  // every entry left was removed, or not even one fits
+    co_return error(l.next >= l.entries.size() ? status::no_more_files : status::info_length_mismatch);
   w.set_u32(kHeaderSize + 4, static_cast<std::uint32_t>(w.size() - start));
   co_return reply;
 }
