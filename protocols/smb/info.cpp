@@ -6,6 +6,9 @@
 #include "protocols/smb/paths.hpp"
 #include "protocols/smb/status.hpp"
 
+#include <set>
+#include <vector>
+
 namespace weft::smb {
 
 namespace {
@@ -50,6 +53,24 @@ void put_standard(Writer& w, const ns::Attr& a, bool delete_pending) {
   w.u8(delete_pending ? 1 : 0);
   w.u8(a.type == ns::FileType::directory ? 1 : 0);
   w.u16(0);
+}
+
+// Whether a file or directory open over SMB (on any connection) is below
+// directory `dir`: walks up from the directories the opens are in.
+boost::asio::awaitable<bool> open_below(ns::Namespace& ns, const OpenTable& opens, const ns::OpContext& ctx, ns::Ino dir) {
+  std::set<ns::Ino> not_below;
+  for (ns::Ino at : opens.parents()) {
+    std::vector<ns::Ino> walked;
+    while (at != dir && !not_below.contains(at)) {
+      walked.push_back(at);
+      auto up = co_await ns.lookup(ctx, at, "..");
+      if (!up || up->ino == at) break;  // the root, or out of reach
+      at = up->ino;
+    }
+    if (at == dir) co_return true;
+    not_below.insert(walked.begin(), walked.end());
+  }
+  co_return false;
 }
 
 }  // namespace
@@ -323,7 +344,11 @@ Connection::Task Connection::on_set_info(Request& r) {
       if (root_dir != 0) co_return error(status::invalid_parameter);
       if (!(o->access & access::delete_)) co_return error(status::access_denied);
       if (o->path.empty()) co_return error(status::access_denied);
-      if (!server_->opens.others_share_delete(o->ino, o->id)) co_return error(status::sharing_violation);
+      if (!server_->opens.others_share_delete(o->ino, o->id) || !server_->opens.lets_entries_move(o->parent))
+        co_return error(status::sharing_violation);
+      // As Windows: not a directory that has something open below it.
+      if (o->directory && co_await open_below(server_->ns, server_->opens, ctx, o->ino))
+        co_return error(status::access_denied);
       SplitPath target = split_path(raw);
       if (target.status) co_return error(target.status);
       if (target.names.empty()) co_return error(status::object_name_invalid);

@@ -69,4 +69,25 @@ bool OpenTable::others_share_delete(ns::Ino ino, std::uint64_t open_id) const {
                      [&](const Holder& h) { return h.open_id == open_id || (h.share_access & share::delete_); });
 }
 
+bool OpenTable::lets_entries_move(ns::Ino dir) const {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(dir);
+  if (it == entries_.end()) return true;
+  // An open for attributes only (a "stat open") takes no part in share modes.
+  constexpr std::uint32_t kStat = access::read_attributes | access::write_attributes | access::synchronize;
+  return std::all_of(it->second.holders.begin(), it->second.holders.end(), [](const Holder& h) {
+    return !(h.access & ~kStat) || (!(h.access & access::delete_) && (h.share_access & share::delete_));
+  });
+}
+
+std::vector<ns::Ino> OpenTable::parents() const {
+  std::lock_guard lock(mu_);
+  std::vector<ns::Ino> out;
+  out.reserve(entries_.size());
+  for (const auto& [ino, e] : entries_) out.push_back(e.where.parent);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 }  // namespace weft::smb
