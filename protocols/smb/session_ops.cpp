@@ -485,7 +485,10 @@ Connection::Task Connection::on_ioctl(Request& r) {
   } else if (code == kDfsReferrals || code == kDfsReferralsEx) {
     co_return error(status::fs_driver_required);  // no DFS here
   } else {
-    co_return error(status::not_supported);
+    // The other FSCTLs act on an open: a handle that names none is told
+    // so before the control itself is refused.
+    Reader id(file_id);
+    co_return error(find_open(r, id) ? status::not_supported : status::file_closed);
   }
   Reply reply;
   reply.out.u16(49);
