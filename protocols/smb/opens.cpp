@@ -6,8 +6,14 @@ namespace weft::smb {
 
 namespace {
 
-// Only data access takes part in share modes: opening for attributes never
-// conflicts (as on Windows).
+// Only data access takes part in share modes (as on Windows): an open for
+// attributes or security neither conflicts nor restricts others by its own
+// share mode.
+bool takes_part(std::uint32_t access) {
+  return (access & (access::read_data | access::execute | access::write_data | access::append_data |
+                    access::delete_)) != 0;
+}
+
 bool conflicts(std::uint32_t access, std::uint32_t others_share) {
   if ((access & (access::read_data | access::execute)) && !(others_share & share::read)) return true;
   if ((access & (access::write_data | access::append_data)) && !(others_share & share::write)) return true;
@@ -25,6 +31,7 @@ bool OpenTable::add(ns::Ino ino, std::uint64_t open_id, std::uint32_t access, st
   *delete_pending = e.delete_pending;
   if (e.delete_pending) return false;
   for (const Holder& h : e.holders) {
+    if (!takes_part(h.access) || !takes_part(access)) continue;
     if (conflicts(access, h.share_access) || conflicts(h.access, share_access)) return false;
   }
   e.holders.push_back({open_id, access, share_access});
@@ -66,17 +73,17 @@ bool OpenTable::others_share_delete(ns::Ino ino, std::uint64_t open_id) const {
   auto it = entries_.find(ino);
   if (it == entries_.end()) return true;
   return std::all_of(it->second.holders.begin(), it->second.holders.end(),
-                     [&](const Holder& h) { return h.open_id == open_id || (h.share_access & share::delete_); });
+                     [&](const Holder& h) {
+                       return h.open_id == open_id || !takes_part(h.access) || (h.share_access & share::delete_);
+                     });
 }
 
 bool OpenTable::lets_entries_move(ns::Ino dir) const {
   std::lock_guard lock(mu_);
   auto it = entries_.find(dir);
   if (it == entries_.end()) return true;
-  // An open for attributes only (a "stat open") takes no part in share modes.
-  constexpr std::uint32_t kStat = access::read_attributes | access::write_attributes | access::synchronize;
   return std::all_of(it->second.holders.begin(), it->second.holders.end(), [](const Holder& h) {
-    return !(h.access & ~kStat) || (!(h.access & access::delete_) && (h.share_access & share::delete_));
+    return !takes_part(h.access) || (!(h.access & access::delete_) && (h.share_access & share::delete_));
   });
 }
 

@@ -65,9 +65,8 @@ class OpenTable {
   // (shares delete access).
   bool others_share_delete(ns::Ino ino, std::uint64_t open_id) const;
   // Whether the opens of directory `dir` let an entry in it be renamed: as
-  // in Windows, whose rename opens the parent, not when one of them (other
-  // than an open for attributes only) holds DELETE access or does not share
-  // delete.
+  // in Windows, whose rename opens the parent, not when one of them that
+  // takes part in share modes holds DELETE access or does not share delete.
   bool lets_entries_move(ns::Ino dir) const;
   // The directories that the open files and directories are in.
   std::vector<ns::Ino> parents() const;
