@@ -234,9 +234,15 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("not_found", r.stderr.decode())
         self.assertEqual(self.weft("warm", "data/warm", "--index", str(self.work / "none"), check=False).returncode, 2)
-        # Ctrl-C cancels the job: an index naming the big file 400 times
-        # (9.4 GiB to read) is still running when the bar first shows.
-        index.write_text("big.bin\n" * 400)
+        # Ctrl-C cancels the job: an index naming a 64 MiB file 4,000 times
+        # (250 GiB to read) is still running when the bar first shows. The
+        # file is larger than a CPU cache (24 MiB named 400 times was read
+        # over in 0.2 s on a 2-core VM); the request body holds at most
+        # 64 KiB of index.
+        slow = self.work / "slow.bin"
+        slow.write_bytes(os.urandom(64 << 20))
+        self.weft("put", "-q", str(slow), "data/warm/slow.bin")
+        index.write_text("slow.bin\n" * 4000)
         pid, fd = pty.fork()
         if pid == 0:
             os.execv(WEFT, [WEFT, "warm", "--data", str(self.gw.data), "data/warm", "--index", str(index)])
@@ -260,7 +266,7 @@ class CliTest(unittest.TestCase):
         self.assertIn("(cancelled)", text)
         jobs = json.loads(self.weft("jobs", "--json").stdout)["jobs"]
         self.assertEqual(jobs[0]["state"], "cancelled")
-        self.assertLess(jobs[0]["progress"]["bytes_done"], 400 * (24 << 20))
+        self.assertLess(jobs[0]["progress"]["bytes_done"], 4000 * (64 << 20))
 
     def test_setup_errors_exit_2(self):
         empty = self.work / "empty"
