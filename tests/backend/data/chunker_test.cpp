@@ -46,6 +46,13 @@ std::vector<std::uint32_t> lengths(const std::vector<Chunk>& chunks) {
   return out;
 }
 
+bool same_chunks(const std::vector<Chunk>& a, const std::vector<Chunk>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].offset != b[i].offset || a[i].length != b[i].length || a[i].digest != b[i].digest) return false;
+  return true;
+}
+
 // Chunks tile the input: contiguous from 0 to its end, each within bounds
 // (only the last may be shorter than min_size).
 void check_tiling(const std::vector<Chunk>& chunks, std::size_t size, ChunkParams p) {
@@ -231,12 +238,7 @@ TEST_CASE("chunk_file reads a file into the same chunks") {
 
   std::vector<Chunk> from_file;
   REQUIRE(data::chunk_file(fd, bytes.size(), {}, &from_file) == 0);
-  const auto expected = chunk_all(bytes);
-  REQUIRE(from_file.size() == expected.size());
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    CHECK(from_file[i].length == expected[i].length);
-    CHECK(from_file[i].digest == expected[i].digest);
-  }
+  CHECK(same_chunks(from_file, chunk_all(bytes)));
   // A prefix of the file chunks like the same prefix in memory.
   REQUIRE(data::chunk_file(fd, 1000000, {}, &from_file) == 0);
   CHECK(lengths(from_file) == lengths(chunk_all(std::span(bytes).first(1000000))));
@@ -257,13 +259,6 @@ std::optional<std::uint64_t> bytes_read() {
   while (io >> key >> value)
     if (key == "rchar:") return value;
   return std::nullopt;
-}
-
-bool same_chunks(const std::vector<Chunk>& a, const std::vector<Chunk>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].offset != b[i].offset || a[i].length != b[i].length || a[i].digest != b[i].digest) return false;
-  return true;
 }
 
 }  // namespace
