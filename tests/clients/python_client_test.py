@@ -198,6 +198,16 @@ class SpokeTest(unittest.TestCase):
         self.assertEqual(ds[-1], self.data["plain/\u00e9t\u00e9.bin"])
         with self.assertRaises(IndexError):
             ds[6]
+        # A batch, as a DataLoader worker asks for it: read on several
+        # threads at once (each GET waits here until four are under way), in
+        # the batch's order.
+        batch = [5, 0, 3, -1]
+        store = ds._s3()
+        together = threading.Barrier(len(batch), timeout=20)
+        with mock.patch.object(store, "get", side_effect=lambda *a, get=store.get, **k: (together.wait(), get(*a, **k))[1]):
+            self.assertEqual(ds.__getitems__(batch), [self.data[ds.keys[i]] for i in batch])
+        with self.assertRaises(IndexError):
+            ds.__getitems__([0, 6])
         sized = S3Dataset(BUCKET, "plain/", transform=len, **self.s3)
         self.assertEqual(sized[0], 1000)
         indexed = S3Dataset(BUCKET, "indexed/", index_key="indexes/flat.txt", **self.s3)
@@ -366,6 +376,8 @@ class SpokeTest(unittest.TestCase):
             with self.subTest(prefix=prefix):
                 with self.assertRaisesRegex(ValueError, "no objects directly below s3://datasets/" + prefix):
                     S3Dataset(BUCKET, prefix, **self.s3)
+        with self.assertRaisesRegex(ValueError, "fetch_threads must be a positive int, not 0"):
+            S3Dataset(BUCKET, "plain/", fetch_threads=0, **self.s3)
         for index, says in (("absolute.txt", "line 2: an absolute path"), ("dot.txt", "line 1: '.' and '..'"),
                             ("dotdot.txt", "line 3: '.' and '..'"), ("blank.txt", "lists no files")):
             with self.subTest(index=index):
