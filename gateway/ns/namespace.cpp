@@ -791,7 +791,7 @@ Status Namespace::Impl::may_setattr(const OpContext& ctx, const Attr& a, const S
       !(owner && (*ch.gid == p.gid ||
                   std::find(p.groups.begin(), p.groups.end(), *ch.gid) != p.groups.end())))
     return Errc::perm;
-  if ((ch.atime_ns || ch.mtime_ns) && !owner) return Errc::perm;
+  if ((ch.atime_ns || ch.mtime_ns || ch.btime_ns || ch.ctime_ns) && !owner) return Errc::perm;
   if ((ch.atime_now || ch.mtime_now) && !owner) return may(ctx, a, 2);
   return {};
 }
@@ -823,7 +823,8 @@ Result<Attr> Namespace::Impl::setattr(const OpContext& ctx, Ino ino, const SetAt
     detach(fs);
     if (!r) return r;
   }
-  bool other = ch.mode || ch.uid || ch.gid || ch.atime_ns || ch.mtime_ns || ch.atime_now || ch.mtime_now;
+  bool other = ch.mode || ch.uid || ch.gid || ch.atime_ns || ch.mtime_ns || ch.atime_now || ch.mtime_now ||
+               ch.btime_ns || ch.ctime_ns;
   if (!other) {
     auto r = txn_inode(*kv->begin(), ino);
     if (!r) return r.error();
@@ -841,18 +842,21 @@ Result<Attr> Namespace::Impl::setattr(const OpContext& ctx, Ino ino, const SetAt
     if (ch.mtime_ns) x.mtime_ns = *ch.mtime_ns;
     if (ch.atime_now) x.atime_ns = now;
     if (ch.mtime_now) x.mtime_ns = now;
-    x.ctime_ns = now;
+    if (ch.btime_ns) x.btime_ns = *ch.btime_ns;
+    x.ctime_ns = ch.ctime_ns.value_or(now);
     x.change++;
     b.put_inode(*r);
     b.after_commit.push_back([this, c = *r] { inodes.put(c.attr.ino, c); });
-    // An open file keeps its own live times: an explicit mtime must win.
-    if (ch.mtime_ns || ch.mtime_now) {
-      b.after_commit.push_back([this, ino, t = x.mtime_ns] {
+    // An open file keeps its own live times: explicit ones must win.
+    if (ch.mtime_ns || ch.mtime_now || ch.ctime_ns) {
+      b.after_commit.push_back([this, ino, explicit_mtime = ch.mtime_ns || ch.mtime_now, m = x.mtime_ns,
+                                explicit_ctime = ch.ctime_ns.has_value(), c = x.ctime_ns] {
         std::lock_guard lock(files_mu);
         auto it = open_files.find(ino);
         if (it != open_files.end()) {
           std::unique_lock l(it->second->mu);
-          it->second->mtime_ns = t;
+          if (explicit_mtime) it->second->mtime_ns = m;
+          if (explicit_ctime) it->second->ctime_ns = c;
         }
       });
     }

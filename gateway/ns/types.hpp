@@ -53,6 +53,10 @@ struct SetAttr {
   std::optional<std::int64_t> mtime_ns;
   bool atime_now = false;
   bool mtime_now = false;
+  // Creation and change times, which SMB clients set (copies keep their
+  // source's). Without a ctime the change sets it to now, as POSIX does.
+  std::optional<std::int64_t> btime_ns;
+  std::optional<std::int64_t> ctime_ns;
   // NFS SETATTR guard: fail with Errc::conflict unless ctime still equals this.
   std::optional<std::int64_t> guard_ctime_ns;
 };

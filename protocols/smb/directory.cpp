@@ -4,6 +4,7 @@
 #include "gateway/ns/namespace.hpp"
 #include "protocols/smb/attributes.hpp"
 #include "protocols/smb/connection.hpp"
+#include "protocols/smb/paths.hpp"
 #include "protocols/smb/status.hpp"
 
 namespace weft::smb {
@@ -73,9 +74,12 @@ void put_entry(Writer& w, std::uint8_t c, const ns::DirEntry& e, const Bytes& na
   w.u32(static_cast<std::uint32_t>(name.size()));
   if (c != info_class::directory) w.u32(0);  // EA size
   if (c == info_class::both || c == info_class::id_both) {
-    w.u8(0);  // no 8.3 short names
+    // Empty for a name that is a valid 8.3 name itself, as in Windows.
+    const Bytes short_utf16 = to_utf16(short_name(e.name).value_or(""));
+    w.u8(static_cast<std::uint8_t>(short_utf16.size()));
     w.u8(0);
-    w.zeros(24);
+    w.bytes(short_utf16);
+    w.zeros(24 - short_utf16.size());
   }
   if (c == info_class::id_both) w.u16(0);
   if (c == info_class::id_full) w.u32(0);

@@ -119,8 +119,8 @@ Connection::Task Connection::on_create(Request& r) {
     attr = *a;
     if (disp == disposition::create) co_return error(status::object_name_collision);
   } else {
-    const std::string& leaf = path.names.back();
-    auto existing = co_await server_->ns.lookup(ctx, walked.dir, leaf);
+    std::string& leaf = path.names.back();
+    auto existing = co_await lookup_name(server_->ns, ctx, walked.dir, leaf);
     if (!existing && ns::errc_of(existing.error()) != ns::Errc::not_found) co_return error(to_status(existing.error()));
     if (existing) {
       if (disp == disposition::create) co_return error(status::object_name_collision);

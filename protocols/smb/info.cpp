@@ -98,6 +98,11 @@ Connection::Task Connection::on_query_info(Request& r) {
   Info info;
   Writer w;
   if (type == info_type::file) {
+    // The classes that show times and attributes need FILE_READ_ATTRIBUTES
+    // (MS-FSA 2.1.5.11); the rest need no access.
+    const bool shows_attributes = klass == file_class::basic || klass == file_class::all ||
+                                  klass == file_class::network_open || klass == file_class::attribute_tag;
+    if (shows_attributes && !(o->access & access::read_attributes)) co_return error(status::access_denied);
     switch (klass) {
       case file_class::basic: put_basic(w, *attr); break;
       case file_class::standard: put_standard(w, *attr, pending); break;
@@ -159,8 +164,20 @@ Connection::Task Connection::on_query_info(Request& r) {
         w.u16(0);  // COMPRESSION_FORMAT_NONE
         w.zeros(6);  // the unit, chunk and cluster shifts; reserved
         break;
-      case file_class::alternate_name:
-        co_return error(status::not_supported);
+      case file_class::full_ea:  // no EAs are stored, as FileFsAttributeInformation says
+        if (!(o->access & access::read_ea)) co_return error(status::access_denied);
+        co_return error(status::eas_not_supported);
+      case file_class::alternate_name: {
+        // The share's root has no name, so no short one either.
+        if (o->path.empty()) co_return error(status::object_name_not_found);
+        const std::string leaf = o->path.substr(o->path.rfind('/') + 1);
+        const Bytes name = to_utf16(short_name(leaf).value_or(leaf));
+        w.u32(static_cast<std::uint32_t>(name.size()));
+        w.bytes(name);
+        info.variable = true;
+        info.fixed = 8;  // as Windows: below it INFO_LENGTH_MISMATCH
+        break;
+      }
       default:
         co_return error(status::invalid_info_class);
     }
@@ -285,17 +302,18 @@ Connection::Task Connection::on_set_info(Request& r) {
       const std::uint64_t created = in.u64();
       const std::uint64_t accessed = in.u64();
       const std::uint64_t written = in.u64();
-      in.u64();
+      const std::uint64_t changed = in.u64();
       in.u32();
-      (void)created;  // the namespace keeps the birth time it recorded
       if (!in.ok() || buffer->size() < 36) co_return error(status::info_length_mismatch);
       if (!(o->access & access::write_attributes)) co_return error(status::access_denied);
       ns::SetAttr change;
       // 0 leaves a time as it is; -1 and -2 (freeze and unfreeze) as well.
       auto settable = [](std::uint64_t t) { return t != 0 && t < 0xFFFFFFFFFFFFFFFEull; };
+      if (settable(created)) change.btime_ns = unix_ns(created);
       if (settable(accessed)) change.atime_ns = unix_ns(accessed);
       if (settable(written)) change.mtime_ns = unix_ns(written);
-      if (change.atime_ns || change.mtime_ns) {
+      if (settable(changed)) change.ctime_ns = unix_ns(changed);
+      if (change.btime_ns || change.atime_ns || change.mtime_ns || change.ctime_ns) {
         auto s = co_await server_->ns.setattr(ctx, o->ino, change);
         if (!s) co_return error(to_status(s.error()));
       }

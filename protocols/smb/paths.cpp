@@ -3,6 +3,10 @@
 #include "gateway/ns/namespace.hpp"
 #include "protocols/smb/status.hpp"
 
+#include <xxhash.h>
+
+#include <algorithm>
+
 namespace weft::smb {
 
 SplitPath split_path(ByteView utf16) {
@@ -60,12 +64,76 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
+namespace {
+
+// What an 8.3 name may hold besides ASCII letters and digits.
+bool short_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+         std::string_view("!#$%&'()-@^_`{}~").find(c) != std::string_view::npos;
+}
+
+char upper(char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; }
+
+constexpr std::string_view kBase36 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+}  // namespace
+
+std::optional<std::string> short_name(std::string_view name) {
+  if (name == "." || name == "..") return std::nullopt;
+  const std::size_t dot = name.rfind('.');
+  const std::string_view base = name.substr(0, dot);
+  const std::string_view ext = dot == std::string_view::npos ? std::string_view() : name.substr(dot + 1);
+  const bool valid = !base.empty() && base.size() <= 8 && (dot == std::string_view::npos || !ext.empty()) &&
+                     ext.size() <= 3 && std::all_of(base.begin(), base.end(), short_char) &&
+                     std::all_of(ext.begin(), ext.end(), short_char);
+  if (valid) return std::nullopt;
+  // XXH3's output is fixed by its specification: short names stay the same
+  // across builds and versions.
+  std::uint64_t h = XXH3_64bits(name.data(), name.size());
+  std::string out(1, '_');
+  if (auto first = std::find_if(name.begin(), name.end(), short_char); first != name.end()) out[0] = upper(*first);
+  for (int i = 0; i < 6; ++i, h /= kBase36.size()) {
+    if (i == 4) out += '~';
+    out += kBase36[h % kBase36.size()];
+  }
+  std::string suffix;
+  for (char c : ext)
+    if (short_char(c) && suffix.size() < 3) suffix += upper(c);
+  if (!suffix.empty()) out += "." + suffix;
+  return out;
+}
+
+bool short_name_form(std::string_view name) {
+  const std::size_t dot = name.find('.');
+  return name.size() >= 8 && name[5] == '~' && (dot == std::string_view::npos ? name.size() == 8 : dot == 8);
+}
+
+boost::asio::awaitable<ns::Result<ns::Attr>> lookup_name(ns::Namespace& ns, const ns::OpContext& ctx, ns::Ino dir,
+                                                       std::string& name) {
+  auto found = co_await ns.lookup(ctx, dir, name);
+  if (found || ns::errc_of(found.error()) != ns::Errc::not_found || !short_name_form(name)) co_return found;
+  std::string wanted = name;
+  std::transform(wanted.begin(), wanted.end(), wanted.begin(), upper);
+  std::uint64_t cookie = 0;
+  for (;;) {
+    auto page = co_await ns.readdir(ctx, dir, cookie, 1024, false);
+    if (!page) co_return found;
+    for (const ns::DirEntry& e : page->entries) {
+      cookie = e.cookie;
+      if (short_name(e.name) == wanted) {
+        name = e.name;
+        co_return co_await ns.lookup(ctx, dir, name);
+      }
+    }
+    if (page->eof || page->entries.empty()) co_return found;
+  }
+}
+
 boost::asio::awaitable<Walked> walk_to_parent(ns::Namespace& ns, const ns::OpContext& ctx, ns::Ino root,
-                                              const std::vector<std::string>& names) {
+                                              std::vector<std::string>& names) {
   Walked w{status::success, root};
   for (std::size_t i = 0; i + 1 < names.size(); ++i) {
-    const std::string& name = names[i];
-    auto a = co_await ns.lookup(ctx, w.dir, name);
+    auto a = co_await lookup_name(ns, ctx, w.dir, names[i]);
     if (!a) {
       const std::uint32_t s = to_status(a.error());
       w.status = s == status::object_name_not_found ? status::object_path_not_found : s;

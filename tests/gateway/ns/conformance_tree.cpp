@@ -115,6 +115,27 @@ NS_TEST("setattr") {
     CHECK(g.atime_ns == atime);
     CHECK(g.mtime_ns == mtime);
   }
+  SUBCASE("creation and change times (SMB sets them)") {
+    const std::int64_t btime = 900'000'000'000'000'001;
+    const std::int64_t ctime = 1'200'000'000'000'000'002;
+    const Attr r = f.ok(ns.setattr(cx, a.ino, SetAttr{.btime_ns = btime, .ctime_ns = ctime}));
+    CHECK(r.btime_ns == btime);
+    CHECK(r.ctime_ns == ctime);
+    CHECK(r.change > a.change);
+    const Attr g = f.ok(ns.getattr(cx, a.ino));
+    CHECK(g.btime_ns == btime);
+    CHECK(g.ctime_ns == ctime);
+    // Without a ctime, a change sets it to now; the creation time stays.
+    const std::int64_t before = now_ns();
+    const Attr m = f.ok(ns.setattr(cx, a.ino, SetAttr{.mode = 0600}));
+    CHECK(around(m.ctime_ns, before, now_ns()));
+    CHECK(m.btime_ns == btime);
+    // Only the owner (or an administrator) sets them.
+    const OpContext other = context_for(Principal{.user = "other", .uid = 4321, .gid = 4321}, cx.export_access);
+    CHECK(f.err(ns.setattr(other, a.ino, SetAttr{.btime_ns = 1})) == Errc::perm);
+    CHECK(f.err(ns.setattr(other, a.ino, SetAttr{.ctime_ns = 1})) == Errc::perm);
+    CHECK(f.ok(ns.getattr(cx, a.ino)).btime_ns == btime);
+  }
   SUBCASE("times set to now") {
     f.ok(ns.setattr(cx, a.ino, SetAttr{.atime_ns = 1, .mtime_ns = 2}));
     const std::int64_t before = now_ns();

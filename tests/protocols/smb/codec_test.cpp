@@ -115,6 +115,31 @@ TEST_CASE("SMB paths: streams, wildcards and empty components") {
   CHECK(split_path(to_utf16(std::string(256, 'x'))).status == status::name_too_long);
 }
 
+TEST_CASE("SMB 8.3 short names") {
+  // A valid 8.3 name is its own short name, in any case.
+  for (const char* name : {"notes.txt", "README", "A", "x.c", "AB~1.TXT", "12345678.123", ".", ".."})
+    CHECK_MESSAGE(!short_name(name), name);
+  for (const char* name : {"123456789", "a.text", "a.b.c", ".bashrc", "two words", "trailing.", "\xc3\xa9t\xc3\xa9.txt",
+                           "Quarterly Report 2026.xlsx"}) {
+    INFO(name);
+    auto s = short_name(name);
+    REQUIRE(s);
+    CHECK(short_name_form(*s));
+    CHECK_FALSE(short_name(*s));  // itself a valid 8.3 name
+    CHECK(*s == short_name(name));  // the same every time
+    for (char c : *s) CHECK_FALSE((c >= 'a' && c <= 'z'));
+  }
+  CHECK(short_name("Quarterly Report 2026.xlsx")->substr(0, 1) == "Q");
+  CHECK(short_name("Quarterly Report 2026.xlsx")->substr(8) == ".XLS");
+  CHECK(short_name("a.b.c")->substr(8) == ".C");
+  CHECK(short_name("two words")->size() == 8);  // no extension
+  CHECK(short_name(".bashrc")->substr(0, 1) == "B");  // the first character an 8.3 name may hold
+  CHECK(short_name("\xc3\xa9\xc3\xa9")->substr(0, 1) == "_");  // none
+  CHECK(short_name("report-1.xlsx") != short_name("report-2.xlsx"));
+  CHECK_FALSE(short_name_form("notes.txt"));
+  CHECK_FALSE(short_name_form("ABCDEFG~.TXT"));
+}
+
 TEST_CASE("crypto primitives against published vectors") {
   // RFC 2202 test case 1.
   const Bytes key(16, 0x0b);

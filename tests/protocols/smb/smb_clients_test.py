@@ -16,6 +16,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import shutil
 import signal
 import socket
@@ -195,6 +196,36 @@ class SmbclientTest(unittest.TestCase):
                 smbclient("put %s enc.bin; get enc.bin %s; rm enc.bin" % (src, back), dialect=dialect,
                           protection="encrypt")
                 self.assertTrue(filecmp.cmp(src, back, shallow=False))
+
+    def test_short_names_and_times(self):
+        """8.3 short names (allinfo's altname) open the file they name, in
+        any case and as a directory in a path; all four times can be set."""
+        src = self.dir / "src.bin"
+        random_file(src, 70000, 3)
+        smbclient('mkdir "Short Names Dir"; put %s "Short Names Dir\\Quarterly Report.xlsx"; put %s notes.txt'
+                  % (src, src))
+
+        def altname(path):
+            return re.search(r"^altname: (\S+)$", smbclient('allinfo "%s"' % path), re.M).group(1)
+
+        directory, report = altname("Short Names Dir"), altname("Short Names Dir\\Quarterly Report.xlsx")
+        self.assertRegex(directory, r"^S[0-9A-Z]{4}~[0-9A-Z]{2}$")
+        self.assertRegex(report, r"^Q[0-9A-Z]{4}~[0-9A-Z]{2}\.XLS$")
+        self.assertEqual(altname("notes.txt"), "notes.txt")  # a valid 8.3 name is its own
+        for i, path in enumerate(("%s\\%s" % (directory, report), "%s\\%s" % (directory.lower(), report.lower()),
+                                  "%s\\Quarterly Report.xlsx" % directory)):
+            back = self.dir / ("back%d" % i)
+            smbclient('get "%s" %s' % (path, back))
+            self.assertTrue(filecmp.cmp(src, back, shallow=False), path)
+        missing = smbclient("get ZZ999~ZZ.TXT %s" % (self.dir / "none"), check=False)
+        self.assertIn("NT_STATUS_OBJECT_NAME_NOT_FOUND", missing)
+        smbclient("utimes notes.txt 2020:01:02-03:04:05 2021:01:02-03:04:05 2022:01:02-03:04:05 "
+                  "2023:01:02-03:04:05")
+        info = smbclient("allinfo notes.txt")
+        for field, year in (("create_time", 2020), ("access_time", 2021), ("write_time", 2022),
+                            ("change_time", 2023)):
+            self.assertRegex(info, r"%s:\s+\w+ Jan  2 03:04:05 %d UTC" % (field, year))
+        smbclient('rm notes.txt; rm "Short Names Dir\\Quarterly Report.xlsx"; rmdir "Short Names Dir"')
 
     def test_wrong_password_and_share(self):
         out = smbclient("ls", password="not-the-password", check=False)
