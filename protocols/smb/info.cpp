@@ -309,10 +309,13 @@ Connection::Task Connection::on_set_info(Request& r) {
       ns::SetAttr change;
       // 0 leaves a time as it is; -1 and -2 (freeze and unfreeze) as well.
       auto settable = [](std::uint64_t t) { return t != 0 && t < 0xFFFFFFFFFFFFFFFEull; };
-      if (settable(created)) change.btime_ns = unix_ns(created);
-      if (settable(accessed)) change.atime_ns = unix_ns(accessed);
-      if (settable(written)) change.mtime_ns = unix_ns(written);
-      if (settable(changed)) change.ctime_ns = unix_ns(changed);
+      // A time the namespace cannot hold is refused, not stored wrapped.
+      for (auto [t, to] : {std::pair{created, &change.btime_ns}, std::pair{accessed, &change.atime_ns},
+                           std::pair{written, &change.mtime_ns}, std::pair{changed, &change.ctime_ns}}) {
+        if (!settable(t)) continue;
+        *to = unix_ns(t);
+        if (!*to) co_return error(status::invalid_parameter);
+      }
       if (change.btime_ns || change.atime_ns || change.mtime_ns || change.ctime_ns) {
         auto s = co_await server_->ns.setattr(ctx, o->ino, change);
         if (!s) co_return error(to_status(s.error()));

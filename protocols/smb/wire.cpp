@@ -1,6 +1,7 @@
 #include "protocols/smb/wire.hpp"
 
 #include <array>
+#include <limits>
 
 namespace weft::smb {
 
@@ -99,8 +100,12 @@ std::uint64_t filetime(std::int64_t ns) {
   return t < 0 ? 0 : static_cast<std::uint64_t>(t);
 }
 
-std::int64_t unix_ns(std::uint64_t ft) {
-  return (static_cast<std::int64_t>(ft & 0x7fffffffffffffff) - kEpochDelta) * 100;
+std::optional<std::int64_t> unix_ns(std::uint64_t ft) {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  if (ft > static_cast<std::uint64_t>(kMax)) return std::nullopt;
+  const std::int64_t t = static_cast<std::int64_t>(ft) - kEpochDelta;
+  if (t > kMax / 100 || t < std::numeric_limits<std::int64_t>::min() / 100) return std::nullopt;
+  return t * 100;
 }
 
 std::string_view command_name(Command c) {

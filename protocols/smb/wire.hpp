@@ -84,9 +84,11 @@ std::optional<std::string> from_utf16(ByteView in);
 // UTF-8 to UTF-16LE; invalid UTF-8 sequences become U+FFFD.
 Bytes to_utf16(std::string_view in);
 
-// Windows FILETIME (100 ns since 1601) from Unix nanoseconds, and back.
+// Windows FILETIME (100 ns since 1601) from Unix nanoseconds, and back:
+// nullopt for a FILETIME that Unix nanoseconds in 64 bits cannot hold
+// (before 1677 or after 2262; Windows' own reach to 30828).
 std::uint64_t filetime(std::int64_t unix_ns);
-std::int64_t unix_ns(std::uint64_t filetime);
+std::optional<std::int64_t> unix_ns(std::uint64_t filetime);
 
 inline constexpr std::size_t kHeaderSize = 64;
 inline constexpr std::uint32_t kProtocolSmb2 = 0x424d53fe;      // "\xfeSMB"

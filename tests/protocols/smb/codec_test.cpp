@@ -8,6 +8,8 @@
 #include "protocols/smb/wire.hpp"
 
 #include <doctest/doctest.h>
+
+#include <limits>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
@@ -51,6 +53,11 @@ TEST_CASE("UTF-16LE round trip, surrogate pairs, and refusal of unpaired surroga
 TEST_CASE("FILETIME and Unix time") {
   CHECK(filetime(0) == 116444736000000000ull);
   CHECK(unix_ns(filetime(1'700'000'000'123'456'700)) == 1'700'000'000'123'456'700);
+  // What 64-bit Unix nanoseconds cannot hold: none, not a wrapped time.
+  CHECK(unix_ns(116'444'736'000'000'000ull + 10'000'000'000ull * 10'000'000) == std::nullopt);  // 2286
+  CHECK(unix_ns(0) == std::nullopt);  // 1601
+  CHECK(unix_ns(0x8000000000000000ull) == std::nullopt);
+  CHECK(unix_ns(filetime(std::numeric_limits<std::int64_t>::max() / 100 * 100)).has_value());
 }
 
 TEST_CASE("SMB2 header round trip and rejection") {
