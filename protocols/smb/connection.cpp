@@ -279,6 +279,11 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
     out.credit_charge = h->credit_charge;
     out.status = reply.status;
     out.flags = flags::server_to_redir | (h->flags & flags::related);
+    // An answer for a session that is gone cannot be signed, but a signed
+    // request's answer keeps the flag: a client that requires signing drops
+    // the connection on an answer without it, while it takes this status
+    // without checking the signature (Samba's smbXcli, as Windows answers).
+    if (reply.status == status::user_session_deleted && (h->flags & flags::signed_)) out.flags |= flags::signed_;
     out.message_id = h->message_id;
     out.tree_id = r.header.tree_id;
     out.session_id = r.header.session_id;

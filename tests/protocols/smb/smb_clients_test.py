@@ -403,6 +403,12 @@ class BadInputTest(unittest.TestCase):
         self.assertEqual(c.echo().status, 0)
         r, _ = c.create("keep.txt", disposition=1, session_id=0x1234567, sign=False)
         self.assertEqual(r.status, smb2_raw.STATUS_USER_SESSION_DELETED)
+        self.assertFalse(r.flags & 0x8)
+        # Signed, the answer keeps the signed flag (it cannot be signed): a
+        # client that requires signing would drop the connection otherwise.
+        r, _ = c.create("keep.txt", disposition=1, session_id=0x1234567)
+        self.assertEqual(r.status, smb2_raw.STATUS_USER_SESSION_DELETED)
+        self.assertTrue(r.flags & 0x8)
         r, _ = c.create("keep.txt", disposition=1, tree_id=777)
         self.assertEqual(r.status, smb2_raw.STATUS_NETWORK_NAME_DELETED)
         r = c.read(b"\x05" * 16, 10)
