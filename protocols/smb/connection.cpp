@@ -185,6 +185,7 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
   chain_tree_ = 0;
   chain_file_.reset();
   chain_status_ = status::success;
+  chain_session_lost_ = false;
   for (;;) {
     std::span<std::uint8_t> rest = msg.subspan(pos);
     auto h = parse_header(rest);
@@ -207,16 +208,20 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
     if (!take_credits(*h)) co_return false;  // credit abuse: disconnect
     const auto started = std::chrono::steady_clock::now();
     Request r{*h, msg.subspan(pos, len)};
-    if (related) {
+    if (related && pos > 0) {
       r.header.session_id = chain_session_;
       r.header.tree_id = chain_tree_;
-    } else {
+    } else if (!related) {
       chain_file_.reset();  // as Samba: the chain's file is the one the last unrelated request opened or named
+      chain_session_lost_ = false;
     }
     Reply reply(status::success);
     bool answered = false;
     if (related && pos == 0) {
       reply = error(status::invalid_parameter);  // a related request needs one before it
+      answered = true;
+    } else if (related && chain_session_lost_) {
+      reply = error(status::invalid_parameter);
       answered = true;
     } else if (related && chain_status_ != status::success) {
       reply = error(chain_status_);
@@ -229,6 +234,7 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
       if (it == sessions_.end()) {
         reply = error(status::user_session_deleted);
         answered = true;
+        chain_session_lost_ = true;
       } else {
         Session& s = *it->second;
         r.session = it->second;
@@ -273,29 +279,10 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
     chain_session_ = r.header.session_id;
     chain_tree_ = r.tree ? r.tree->id : r.header.tree_id;
 
-    // The header.
-    Header out;
-    out.command = h->command;
-    out.credit_charge = h->credit_charge;
-    out.status = reply.status;
-    out.flags = flags::server_to_redir | (h->flags & flags::related);
-    // An answer for a session that is gone cannot be signed, but a signed
-    // request's answer keeps the flag: a client that requires signing drops
-    // the connection on an answer without it, while it takes this status
-    // without checking the signature (Samba's smbXcli, as Windows answers).
-    if (reply.status == status::user_session_deleted && (h->flags & flags::signed_)) out.flags |= flags::signed_;
-    out.message_id = h->message_id;
-    out.tree_id = r.header.tree_id;
-    out.session_id = r.header.session_id;
-    out.credits = grant_credits(*h);
-    Writer hw;
-    write_header(hw, out);
-    std::memcpy(reply.out.data().data(), hw.data().data(), kHeaderSize);
-
     // Sign with the session's key: every answer on a signing session, and
     // the final SESSION_SETUP answer (its key is new).
     std::shared_ptr<Session> signer;
-    auto sit = sessions_.find(out.session_id);
+    auto sit = sessions_.find(r.header.session_id);
     if (sit != sessions_.end() && sit->second->valid && !encrypted_by && h->command != Command::negotiate) {
       Session& s = *sit->second;
       if (s.signing || (h->flags & flags::signed_) ||
@@ -303,6 +290,26 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
         signer = sit->second;
       }
     }
+
+    // The header.
+    Header out;
+    out.command = h->command;
+    out.credit_charge = h->credit_charge;
+    out.status = reply.status;
+    out.flags = flags::server_to_redir | (h->flags & flags::related);
+    // An answer without a session to sign it with (USER_SESSION_DELETED, or
+    // INVALID_PARAMETER after it in a chain) still carries a signed
+    // request's flag, with a zero signature: a client that requires signing
+    // drops the connection on an answer without the flag, and takes these
+    // statuses unverified (Samba's smbXcli, as Windows answers).
+    if (!signer && !encrypted_by && (h->flags & flags::signed_)) out.flags |= flags::signed_;
+    out.message_id = h->message_id;
+    out.tree_id = r.header.tree_id;
+    out.session_id = r.header.session_id;
+    out.credits = grant_credits(*h);
+    Writer hw;
+    write_header(hw, out);
+    std::memcpy(reply.out.data().data(), hw.data().data(), kHeaderSize);
     if (h->command == Command::session_setup && reply.status == status::more_processing_required &&
         dialect_ == dialect::smb311 && sit != sessions_.end()) {
       sit->second->preauth = sha512({sit->second->preauth, reply.out.data()});

@@ -272,9 +272,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint64_t chain_session_ = 0;
   std::uint32_t chain_tree_ = 0;
   std::optional<std::uint64_t> chain_file_;
-  std::uint32_t chain_status_ = 0;
+  std::uint32_t chain_status_ = 0;  // a failed CREATE's status, which related requests after it answer
+  // A request of the chain found no session: related requests after it are
+  // INVALID_PARAMETER (MS-SMB2 3.3.5.2.7.2).
+  bool chain_session_lost_ = false;
   std::optional<std::uint64_t> logged_off_;  // erased once its LOGOFF answer is signed
-  bool drop_ = false;  // close the connection instead of answering (a failed validate negotiate)  // a failed CREATE's status, which related requests after it answer
+  bool drop_ = false;  // close the connection instead of answering (a failed validate negotiate)
 };
 
 inline constexpr std::uint64_t kAnyFileId = ~std::uint64_t{0};

@@ -151,11 +151,12 @@ class Client:
         return r
 
     def compound(self, requests):
-        """Sends (command, body, related) requests as one chain, each padded
-        to 8 bytes and signed on its own; returns the answers of the chain."""
+        """Sends (command, body, related[, session id]) requests as one chain,
+        each padded to 8 bytes and signed on its own; returns the answers of
+        the chain."""
         msgs = []
-        for i, (command, body, related) in enumerate(requests):
-            msg = self.header(command, flags=0x4 if related else 0) + body
+        for i, (command, body, related, *session_id) in enumerate(requests):
+            msg = self.header(command, flags=0x4 if related else 0, session_id=(session_id or [None])[0]) + body
             if i + 1 < len(requests):
                 msg += b"\0" * (-len(msg) % 8)
                 msg = msg[:20] + struct.pack("<I", len(msg)) + msg[24:]

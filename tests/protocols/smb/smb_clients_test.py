@@ -469,6 +469,23 @@ class BadInputTest(unittest.TestCase):
         self.assertEqual(r.status, smb2_raw.STATUS_USER_SESSION_DELETED)
         c.close()
 
+    def test_chain_without_a_session(self):
+        # A chain's first request marked related has no request to relate to:
+        # INVALID_PARAMETER (signed with its own session). After a request
+        # whose session is gone, a related one is INVALID_PARAMETER too, and
+        # both answers keep the signed flag for the client that requires it.
+        c = self.login()
+        open_keep = c.create_body("keep.txt", disposition=3)
+        answers = c.compound([(smb2_raw.CREATE, open_keep, True)])
+        self.assertEqual(answers[0].status, smb2_raw.STATUS_INVALID_PARAMETER)
+        self.assertTrue(answers[0].flags & 0x8)
+        answers = c.compound([(smb2_raw.CREATE, open_keep, False, 0x1234567), (smb2_raw.CREATE, open_keep, True)])
+        self.assertEqual([a.status for a in answers],
+                         [smb2_raw.STATUS_USER_SESSION_DELETED, smb2_raw.STATUS_INVALID_PARAMETER])
+        self.assertTrue(all(a.flags & 0x8 for a in answers))
+        self.assertEqual(c.echo().status, 0)
+        c.close()
+
     def test_truncated_compound(self):
         c = self.login()
         first = c.header(smb2_raw.ECHO, next_command=4096) + struct.pack("<HH", 4, 0) + b"\0" * 4
