@@ -77,14 +77,17 @@ std::optional<NtlmAuthenticate> parse_authenticate(ByteView msg) {
   a.workstation = std::move(*w);
   a.nt_response = *nt;
   a.encrypted_session_key = *session_key;
-  // NTLMv2: NTProofStr (16) then the client blob, whose AV pairs start at 28.
+  // NTLMv2: NTProofStr (16) then the client blob, whose AV pairs start at
+  // 28 and must end with MsvAvEOL ([MS-NLMP] 2.2.2.1): a list cut short is
+  // a malformed message, as Samba refuses it (its bug 14932).
   if (a.nt_response.size() > 16 + 28) {
     Reader av(a.nt_response, 16 + 28);
-    while (av.left() >= 4) {
+    for (;;) {
       const std::uint16_t id = av.u16();
       const std::uint16_t len = av.u16();
       ByteView value = av.bytes(len);
-      if (!av.ok() || id == kAvEol) break;
+      if (!av.ok()) return std::nullopt;
+      if (id == kAvEol) break;
       if (id == kAvFlags && len == 4) {
         Reader f(value);
         a.has_mic = (f.u32() & kAvFlagMic) != 0;

@@ -111,6 +111,52 @@ TEST_CASE("NTLMSSP: malformed AUTHENTICATE messages are refused") {
   CHECK_FALSE(server.challenge(Bytes{1, 2, 3}, "W", 0));
 }
 
+// An AUTHENTICATE message for user "u" with `nt_response` and empty other fields.
+Bytes authenticate_with(const Bytes& nt_response) {
+  const Bytes user = to_utf16("u");
+  Writer w;
+  w.bytes(Bytes{'N', 'T', 'L', 'M', 'S', 'S', 'P', 0});
+  w.u32(3);
+  const std::uint32_t payload = 64;
+  auto field = [&](std::size_t len, std::uint32_t off) {
+    w.u16(static_cast<std::uint16_t>(len));
+    w.u16(static_cast<std::uint16_t>(len));
+    w.u32(off);
+  };
+  field(0, payload);                                                 // LM
+  field(nt_response.size(), payload);                                // NT
+  field(0, payload);                                                 // domain
+  field(user.size(), payload + static_cast<std::uint32_t>(nt_response.size()));  // user
+  field(0, payload);                                                 // workstation
+  field(0, payload);                                                 // session key
+  w.u32(0x1);                                                        // unicode
+  w.bytes(nt_response);
+  w.bytes(user);
+  return w.take();
+}
+
+TEST_CASE("NTLMSSP: the NTLMv2 blob's AV pairs must end with MsvAvEOL") {
+  // NTProofStr, then the blob's 28 fixed bytes, then the AV pairs.
+  Bytes head(16 + 28, 0);
+  Bytes flags_pair{6, 0, 4, 0, 2, 0, 0, 0};  // MsvAvFlags: a MIC follows
+  Bytes eol{0, 0, 0, 0};
+  Bytes good = head;
+  good.insert(good.end(), flags_pair.begin(), flags_pair.end());
+  good.insert(good.end(), eol.begin(), eol.end());
+  Bytes msg = authenticate_with(good);
+  msg.resize(std::max<std::size_t>(msg.size(), 72 + 16), 0);  // room for the MIC the flags promise
+  auto parsed = parse_authenticate(msg);
+  REQUIRE(parsed);
+  CHECK(parsed->has_mic);
+  CHECK(parsed->user == "u");
+  Bytes cut = head;  // no MsvAvEOL
+  cut.insert(cut.end(), flags_pair.begin(), flags_pair.end());
+  CHECK_FALSE(parse_authenticate(authenticate_with(cut)));
+  Bytes overrun = head;  // a pair longer than what is left
+  overrun.insert(overrun.end(), {2, 0, 40, 0, 'x', 0});
+  CHECK_FALSE(parse_authenticate(authenticate_with(overrun)));
+}
+
 TEST_CASE("SMB paths: streams, wildcards and empty components") {
   CHECK(split_path(to_utf16("a\\b\\c")).names == std::vector<std::string>{"a", "b", "c"});
   CHECK(split_path(to_utf16("")).names.empty());
