@@ -376,6 +376,10 @@ Connection::Task Connection::on_set_info(Request& r) {
       Walked walked = co_await walk_to_parent(server_->ns, ctx, r.tree->export_access.root, target.names);
       if (walked.status) co_return error(walked.status);
       const std::string old_name = o->path.substr(o->path.rfind('/') == std::string::npos ? 0 : o->path.rfind('/') + 1);
+      // A target named by its short name is the file that has it.
+      if (auto there = co_await lookup_name(server_->ns, ctx, walked.dir, target.names.back());
+          !there && ns::errc_of(there.error()) != ns::Errc::not_found)
+        co_return error(to_status(there.error()));
       const std::string& new_name = target.names.back();
       auto moved = co_await server_->ns.rename(ctx, o->parent, old_name, walked.dir, new_name, replace == 0);
       if (!moved) {

@@ -199,7 +199,8 @@ class SmbclientTest(unittest.TestCase):
 
     def test_short_names_and_times(self):
         """8.3 short names (allinfo's altname) open the file they name, in
-        any case and as a directory in a path; all four times can be set."""
+        any case and as a directory in a path, and a rename onto one replaces
+        that file; all four times can be set."""
         src = self.dir / "src.bin"
         random_file(src, 70000, 3)
         smbclient('mkdir "Short Names Dir"; put %s "Short Names Dir\\Quarterly Report.xlsx"; put %s notes.txt'
@@ -219,6 +220,16 @@ class SmbclientTest(unittest.TestCase):
             self.assertTrue(filecmp.cmp(src, back, shallow=False), path)
         missing = smbclient("get ZZ999~ZZ.TXT %s" % (self.dir / "none"), check=False)
         self.assertIn("NT_STATUS_OBJECT_NAME_NOT_FOUND", missing)
+        # A rename onto a short name replaces the file that has it.
+        draft = self.dir / "draft.bin"
+        random_file(draft, 1000, 4)
+        smbclient('cd "Short Names Dir"; put %s draft.bin; rename draft.bin %s -f' % (draft, report))
+        listing = smbclient('ls "Short Names Dir\\*"')
+        self.assertIn("Quarterly Report.xlsx", listing)
+        self.assertNotIn("draft.bin", listing)
+        self.assertNotIn(report, listing)
+        smbclient('get "Short Names Dir\\Quarterly Report.xlsx" %s' % (self.dir / "replaced"))
+        self.assertTrue(filecmp.cmp(draft, self.dir / "replaced", shallow=False))
         smbclient("utimes notes.txt 2020:01:02-03:04:05 2021:01:02-03:04:05 2022:01:02-03:04:05 "
                   "2023:01:02-03:04:05")
         info = smbclient("allinfo notes.txt")
