@@ -132,7 +132,13 @@ Connection::Task Connection::on_query_directory(Request& r) {
       if (!page) co_return error(to_status(page.error()));
       for (ns::DirEntry& e : page->entries) {
         cookie = e.cookie;
-        if (e.attr && matches(*pattern, e.name)) l.entries.push_back(std::move(e));
+        if (!e.attr) continue;
+        // As in Windows, a pattern may match the short name instead.
+        const auto short_matches = [&] {
+          const auto short_form = short_name(e.name);
+          return short_form && matches(*pattern, *short_form);
+        };
+        if (matches(*pattern, e.name) || short_matches()) l.entries.push_back(std::move(e));
       }
       if (page->eof || page->entries.empty()) break;
     }

@@ -213,6 +213,9 @@ class SmbclientTest(unittest.TestCase):
         self.assertRegex(directory, r"^S[0-9A-Z]{4}~[0-9A-Z]{2}$")
         self.assertRegex(report, r"^Q[0-9A-Z]{4}~[0-9A-Z]{2}\.XLS$")
         self.assertEqual(altname("notes.txt"), "notes.txt")  # a valid 8.3 name is its own
+        # A listing's pattern may match the short name (as "dir Q*~*" does on Windows).
+        listing = smbclient('ls "Short Names Dir\\%s*"' % report[:6])
+        self.assertIn("Quarterly Report.xlsx", listing)
         for i, path in enumerate(("%s\\%s" % (directory, report), "%s\\%s" % (directory.lower(), report.lower()),
                                   "%s\\Quarterly Report.xlsx" % directory)):
             back = self.dir / ("back%d" % i)
