@@ -132,7 +132,7 @@ Connection::Task Connection::on_query_info(Request& r) {
         w.u64(0);          // position
         w.u32(0);          // mode
         w.u32(0);          // alignment
-        const Bytes name = to_utf16("\\" + o->path);
+        const Bytes name = to_utf16("\\" + windows_path(o->path));
         w.u32(static_cast<std::uint32_t>(name.size()));
         w.bytes(name);
         info.variable = true;
@@ -140,7 +140,8 @@ Connection::Task Connection::on_query_info(Request& r) {
         break;
       }
       case file_class::normalized_name: {
-        const Bytes name = to_utf16(o->path);
+        if (dialect_ != dialect::smb311) co_return error(status::not_supported);  // MS-SMB2 3.3.5.20.1
+        const Bytes name = to_utf16(windows_path(o->path));
         w.u32(static_cast<std::uint32_t>(name.size()));
         w.bytes(name);
         info.variable = true;

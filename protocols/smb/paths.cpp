@@ -64,6 +64,12 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
+std::string windows_path(std::string_view path) {
+  std::string out(path);
+  std::replace(out.begin(), out.end(), '/', '\\');
+  return out;
+}
+
 namespace {
 
 // What an 8.3 name may hold besides ASCII letters and digits.

@@ -30,6 +30,10 @@ SplitPath split_path(ByteView utf16);
 
 std::string join(const std::vector<std::string>& names);
 
+// A share-relative path that join() made ('/' between names) as SMB shows
+// it, with '\\' between names.
+std::string windows_path(std::string_view path);
+
 // Windows 8.3 short names, for clients that still ask for them (the
 // alternate name class, directory listings' ShortName) or open files by
 // them. A valid 8.3 name ("notes.txt") is its own short name: nullopt.

@@ -168,6 +168,12 @@ TEST_CASE("SMB paths: streams, wildcards and empty components") {
   CHECK(split_path(to_utf16(std::string(256, 'x'))).status == status::name_too_long);
 }
 
+TEST_CASE("SMB paths as Windows shows them") {
+  CHECK(windows_path("a/b/c.txt") == "a\\b\\c.txt");
+  CHECK(windows_path(join({"dir", "f"})) == "dir\\f");
+  CHECK(windows_path("").empty());
+}
+
 TEST_CASE("SMB 8.3 short names") {
   // A valid 8.3 name is its own short name, in any case.
   for (const char* name : {"notes.txt", "README", "A", "x.c", "AB~1.TXT", "12345678.123", ".", ".."})

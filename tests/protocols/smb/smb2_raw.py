@@ -242,5 +242,13 @@ class Client:
         body = struct.pack("<HHIQ16sIIHHI", 49, 64 + 48, len(data), offset, file_id, 0, 0, 0, 0, 0) + data
         return self.request(WRITE, body, **kw)
 
+    def query_info(self, file_id, info_class, info_type=1, length=4096, **kw):
+        """QUERY_INFO of a file class (info_type 1); returns the answer and
+        its output buffer."""
+        body = struct.pack("<HBBIHHIII16s", 41, info_type, info_class, length, 0, 0, 0, 0, 0, file_id) + b"\0"
+        r = self.request(QUERY_INFO, body, **kw)
+        offset, size = struct.unpack_from("<HI", r.body, 2) if len(r.body) >= 8 else (0, 0)
+        return r, r.raw[offset:offset + size] if r.status in (STATUS_SUCCESS, 0x80000005) else b""
+
     def echo(self, **kw):
         return self.request(ECHO, struct.pack("<HH", 4, 0), **kw)

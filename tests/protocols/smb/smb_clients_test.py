@@ -483,6 +483,23 @@ class BadInputTest(unittest.TestCase):
         self.assertEqual(r.status, smb2_raw.STATUS_USER_SESSION_DELETED)
         c.close()
 
+    def test_names_of_an_open_file(self):
+        # FileAllInformation shows the path with backslashes; the normalized
+        # name is SMB 3.1.1's only (NOT_SUPPORTED on 2.1, this client's).
+        c = self.login()
+        r, _ = c.create("names-dir", disposition=3, options=0x1)
+        self.assertEqual(r.status, 0)
+        r, fid = c.create("names-dir\\f.txt", disposition=3)
+        self.assertEqual(r.status, 0)
+        r, info = c.query_info(fid, 18)  # FileAllInformation
+        self.assertEqual(r.status, 0)
+        name_length = struct.unpack_from("<I", info, 96)[0]
+        self.assertEqual(info[100:100 + name_length].decode("utf-16le"), "\\names-dir\\f.txt")
+        r, _ = c.query_info(fid, 48)  # FileNormalizedNameInformation
+        self.assertEqual(r.status, 0xC00000BB)  # STATUS_NOT_SUPPORTED
+        c.close_file(fid)
+        c.close()
+
     def test_chain_without_a_session(self):
         # A chain's first request marked related has no request to relate to:
         # INVALID_PARAMETER (signed with its own session). After a request
