@@ -299,9 +299,9 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
     out.flags = flags::server_to_redir | (h->flags & flags::related);
     // An answer without a session to sign it with (USER_SESSION_DELETED, or
     // INVALID_PARAMETER after it in a chain) still carries a signed
-    // request's flag, with a zero signature: a client that requires signing
-    // drops the connection on an answer without the flag, and takes these
-    // statuses unverified (Samba's smbXcli, as Windows answers).
+    // request's flag, with a zero signature: Samba's client library, when it
+    // requires signing, drops the connection on an answer without the flag,
+    // and takes these statuses with the flag but unverified.
     if (!signer && !encrypted_by && (h->flags & flags::signed_)) out.flags |= flags::signed_;
     out.message_id = h->message_id;
     out.tree_id = r.header.tree_id;
