@@ -171,8 +171,8 @@ Connection::Task Connection::on_query_info(Request& r) {
       case file_class::alternate_name: {
         // The share's root has no name, so no short one either.
         if (o->path.empty()) co_return error(status::object_name_not_found);
-        const std::string leaf = o->path.substr(o->path.rfind('/') + 1);
-        const Bytes name = to_utf16(short_name(leaf).value_or(leaf));
+        const std::string_view leaf = last_name(o->path);
+        const Bytes name = to_utf16(short_name(leaf).value_or(std::string(leaf)));
         w.u32(static_cast<std::uint32_t>(name.size()));
         w.bytes(name);
         info.variable = true;
@@ -376,7 +376,7 @@ Connection::Task Connection::on_set_info(Request& r) {
       if (target.names.empty()) co_return error(status::object_name_invalid);
       Walked walked = co_await walk_to_parent(server_->ns, ctx, r.tree->export_access.root, target.names);
       if (walked.status) co_return error(walked.status);
-      const std::string old_name = o->path.substr(o->path.rfind('/') == std::string::npos ? 0 : o->path.rfind('/') + 1);
+      const std::string old_name(last_name(o->path));
       // A target named by its short name is the file that has it.
       if (auto there = co_await lookup_name(server_->ns, ctx, walked.dir, target.names.back());
           !there && ns::errc_of(there.error()) != ns::Errc::not_found)

@@ -36,13 +36,6 @@ void put_av(Writer& w, std::uint16_t id, ByteView value) {
   w.bytes(value);
 }
 
-std::string upper_ascii(std::string s) {
-  for (char& c : s) {
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-  }
-  return s;
-}
-
 Digest16 sub_key(const Key16& key, std::string_view magic) {
   // The magic constants include their terminating NUL.
   return md5({key, ByteView(reinterpret_cast<const std::uint8_t*>(magic.data()), magic.size() + 1)});

@@ -64,6 +64,8 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
+std::string_view last_name(std::string_view path) { return path.substr(path.rfind('/') + 1); }
+
 std::string windows_path(std::string_view path) {
   std::string out(path);
   std::replace(out.begin(), out.end(), '/', '\\');
@@ -77,8 +79,6 @@ bool short_char(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
          std::string_view("!#$%&'()-@^_`{}~").find(c) != std::string_view::npos;
 }
-
-char upper(char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; }
 
 constexpr std::string_view kBase36 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
@@ -97,16 +97,16 @@ std::optional<std::string> short_name(std::string_view name) {
   // across builds and versions.
   std::uint64_t h = XXH3_64bits(name.data(), name.size());
   std::string out(1, '_');
-  if (auto first = std::find_if(name.begin(), name.end(), short_char); first != name.end()) out[0] = upper(*first);
+  if (auto first = std::find_if(name.begin(), name.end(), short_char); first != name.end()) out[0] = *first;
   for (int i = 0; i < 6; ++i, h /= kBase36.size()) {
     if (i == 4) out += '~';
     out += kBase36[h % kBase36.size()];
   }
   std::string suffix;
   for (char c : ext)
-    if (short_char(c) && suffix.size() < 3) suffix += upper(c);
+    if (short_char(c) && suffix.size() < 3) suffix += c;
   if (!suffix.empty()) out += "." + suffix;
-  return out;
+  return upper_ascii(std::move(out));
 }
 
 bool short_name_form(std::string_view name) {
@@ -118,8 +118,7 @@ boost::asio::awaitable<ns::Result<ns::Attr>> lookup_name(ns::Namespace& ns, cons
                                                        std::string& name) {
   auto found = co_await ns.lookup(ctx, dir, name);
   if (found || ns::errc_of(found.error()) != ns::Errc::not_found || !short_name_form(name)) co_return found;
-  std::string wanted = name;
-  std::transform(wanted.begin(), wanted.end(), wanted.begin(), upper);
+  const std::string wanted = upper_ascii(name);
   std::uint64_t cookie = 0;
   for (;;) {
     auto page = co_await ns.readdir(ctx, dir, cookie, 1024, false);

@@ -30,6 +30,10 @@ SplitPath split_path(ByteView utf16);
 
 std::string join(const std::vector<std::string>& names);
 
+// The last name of a path that join() made (npos + 1 is 0: a path of one
+// name is its own last name).
+std::string_view last_name(std::string_view path);
+
 // A share-relative path that join() made ('/' between names) as SMB shows
 // it, with '\\' between names.
 std::string windows_path(std::string_view path);

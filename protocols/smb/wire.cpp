@@ -100,6 +100,13 @@ std::uint64_t filetime(std::int64_t ns) {
   return t < 0 ? 0 : static_cast<std::uint64_t>(t);
 }
 
+std::string upper_ascii(std::string s) {
+  for (char& c : s) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return s;
+}
+
 std::optional<std::int64_t> unix_ns(std::uint64_t ft) {
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
   if (ft > static_cast<std::uint64_t>(kMax)) return std::nullopt;

@@ -84,6 +84,10 @@ std::optional<std::string> from_utf16(ByteView in);
 // UTF-8 to UTF-16LE; invalid UTF-8 sequences become U+FFFD.
 Bytes to_utf16(std::string_view in);
 
+// `s` with ASCII letters in upper case (NTLM's user names, 8.3 names); other
+// bytes, UTF-8 included, stay.
+std::string upper_ascii(std::string s);
+
 // Windows FILETIME (100 ns since 1601) from Unix nanoseconds, and back:
 // nullopt for a FILETIME that Unix nanoseconds in 64 bits cannot hold
 // (before 1677 or after 2262; Windows' own reach to 30828).
