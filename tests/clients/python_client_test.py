@@ -20,6 +20,7 @@ saying so, when it does not import.
 import multiprocessing
 import os
 import pathlib
+import socket
 import sys
 import threading
 import time
@@ -53,6 +54,57 @@ def serve_samples(datasets, conn):
     while (asked := conn.recv()) is not None:
         d, indices = asked
         conn.send([datasets[d][i] for i in indices])
+
+
+class HoldingRelay:
+    """A TCP relay to `target` (HOST:PORT) that, once armed, holds each
+    request it passes on until `together` are held at once: a client that
+    waits for each answer before it asks again gets none, and fails."""
+
+    def __init__(self, target, together):
+        host, port = target.rsplit(":", 1)
+        self.target = (host, int(port))
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.address = "127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.together = threading.Barrier(together, timeout=20)
+        self.armed = False
+        self.sockets = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            server = socket.create_connection(self.target)
+            self.sockets += [client, server]
+            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
+
+    def _pump(self, source, sink, holds):
+        try:
+            while data := source.recv(1 << 16):
+                if holds and self.armed:
+                    self.together.wait()
+                sink.sendall(data)
+        except (OSError, threading.BrokenBarrierError):
+            pass
+        for s in (source, sink):
+            s.close()
+
+    def cut(self):
+        """Closes the connections made so far, as a service closes idle ones."""
+        for s in self.sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed
+        self.sockets = []
+
+    def close(self):
+        self.cut()
+        self.listener.close()
 
 
 def s3_requests(site):
@@ -198,14 +250,20 @@ class SpokeTest(unittest.TestCase):
         self.assertEqual(ds[-1], self.data["plain/\u00e9t\u00e9.bin"])
         with self.assertRaises(IndexError):
             ds[6]
-        # A batch, as a DataLoader worker asks for it: read on several
-        # threads at once (each GET waits here until four are under way), in
-        # the batch's order.
-        batch = [5, 0, 3, -1]
-        store = ds._s3()
-        together = threading.Barrier(len(batch), timeout=20)
-        with mock.patch.object(store, "get", side_effect=lambda *a, get=store.get, **k: (together.wait(), get(*a, **k))[1]):
-            self.assertEqual(ds.__getitems__(batch), [self.data[ds.keys[i]] for i in batch])
+        # A batch, as a DataLoader worker asks for it: four GETs under way
+        # at once (the relay holds each until four are), in the batch's order.
+        relay = HoldingRelay(self.spoke.endpoints["s3"], 4)
+        try:
+            relayed = S3Dataset(BUCKET, "plain", **dict(self.s3, endpoint_url="http://" + relay.address))
+            relay.armed = True
+            batch = [5, 0, 3, -1]
+            self.assertEqual(relayed.__getitems__(batch), [self.data[ds.keys[i]] for i in batch])
+            # Kept-alive connections the service closed meanwhile are made again.
+            relay.armed = False
+            relay.cut()
+            self.assertEqual(relayed.__getitems__(batch), [self.data[ds.keys[i]] for i in batch])
+        finally:
+            relay.close()
         with self.assertRaises(IndexError):
             ds.__getitems__([0, 6])
         sized = S3Dataset(BUCKET, "plain/", transform=len, **self.s3)
@@ -376,8 +434,8 @@ class SpokeTest(unittest.TestCase):
             with self.subTest(prefix=prefix):
                 with self.assertRaisesRegex(ValueError, "no objects directly below s3://datasets/" + prefix):
                     S3Dataset(BUCKET, prefix, **self.s3)
-        with self.assertRaisesRegex(ValueError, "fetch_threads must be a positive int, not 0"):
-            S3Dataset(BUCKET, "plain/", fetch_threads=0, **self.s3)
+        with self.assertRaisesRegex(ValueError, "parallel_gets must be a positive int, not 0"):
+            S3Dataset(BUCKET, "plain/", parallel_gets=0, **self.s3)
         for index, says in (("absolute.txt", "line 2: an absolute path"), ("dot.txt", "line 1: '.' and '..'"),
                             ("dotdot.txt", "line 3: '.' and '..'"), ("blank.txt", "lists no files")):
             with self.subTest(index=index):
@@ -388,6 +446,9 @@ class SpokeTest(unittest.TestCase):
                             "NoSuchKey"),
                            (lambda: S3Dataset(BUCKET, "indexed/", index_key="indexes/missing.txt", **self.s3)[1],
                             "NoSuchKey"),
+                           # In a batch, the error of the first sample that has one:
+                           (lambda: S3Dataset(BUCKET, "indexed/", index_key="indexes/missing.txt",
+                                              **self.s3).__getitems__([0, 1, 0]), "NoSuchKey"),
                            (lambda: load_checkpoint(BUCKET, "checkpoints/none", **self.s3), self.missing_checkpoint)):
             self.assert_s3_error(make, code)
         if torch is None:

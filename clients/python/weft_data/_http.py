@@ -16,11 +16,15 @@ import hashlib
 import hmac
 import http.client
 import os
+import selectors
+import socket
 import threading
 import urllib.parse
 import xml.etree.ElementTree as ET
 
 PRESIGN_EXPIRES = 900  # seconds; each URL is made just before it is used
+TIMEOUT = 300  # seconds without a byte from the service before a request fails
+MAX_HEAD = 64 << 10  # bytes of an answer's status line and headers
 HTTP_KWARGS = {"region_name", "aws_access_key_id", "aws_secret_access_key", "aws_session_token"}
 _DROPPED = (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected)
 
@@ -52,17 +56,100 @@ def _find(element, name):
     return None if found is None else (found.text or "")
 
 
-class HttpStore:
+def _error(status, reason, data, bucket, key):
+    """The S3Error of an answer: its XML's Code and Message, where it has them."""
+    code, message = str(status), reason
+    if data:
+        try:
+            error = ET.fromstring(data)
+            code, message = _find(error, "Code") or code, _find(error, "Message") or message
+        except ET.ParseError:
+            pass
+    return S3Error(status, code, message, "s3://%s/%s" % (bucket, key))
+
+
+class ThreadedGets:
+    """get_many on threads: each GET a call of the store's own get,
+    `parallel` at a time, on a pool per process (a pool's threads do not
+    survive a fork)."""
+
+    _pool = _pool_key = None
+
+    def get_many(self, bucket, requests, parallel):
+        """The bodies of GETs of `requests` ((key, headers or None) each), in
+        their order; the first error in that order is raised."""
+        if len(requests) < 2 or parallel == 1:
+            return [self.get(bucket, key, headers=headers) for key, headers in requests]
+        if self._pool_key != (os.getpid(), parallel):
+            self._pool = concurrent.futures.ThreadPoolExecutor(parallel, "weft-fetch")
+            self._pool_key = (os.getpid(), parallel)
+        return list(self._pool.map(lambda r: self.get(bucket, r[0], headers=r[1]), requests))
+
+
+class _Get:
+    """One GET of HttpStore.get_many, its answer as it arrives."""
+
+    __slots__ = ("index", "sock", "reused", "head", "status", "reason", "closes", "body", "have")
+
+    def __init__(self, index, sock, reused):
+        self.index, self.sock, self.reused = index, sock, reused
+        self.head, self.body, self.have = bytearray(), None, 0
+
+    def receive(self):
+        """Takes what the socket has (it is readable); True once the answer
+        is whole, None where it has no Content-Length (left to http.client)."""
+        if self.body is not None:
+            got = self.sock.recv_into(memoryview(self.body)[self.have:])
+            if not got:
+                raise ConnectionError("the service closed the connection in the middle of an answer")
+            self.have += got
+            return self.have == len(self.body)
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionResetError("the service closed the connection before answering")
+        self.head += chunk
+        end = self.head.find(b"\r\n\r\n")
+        if end < 0:
+            if len(self.head) > MAX_HEAD:
+                raise http.client.LineTooLong("an answer's headers (over %d bytes)" % MAX_HEAD)
+            return False
+        lines = bytes(self.head[:end]).decode("latin-1").split("\r\n")
+        version, _, rest = lines[0].partition(" ")
+        status, _, self.reason = rest.partition(" ")
+        if not version.startswith("HTTP/1.") or not status.isdigit():
+            raise http.client.BadStatusLine(lines[0])
+        self.status = int(status)
+        fields = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            fields[name.strip().lower()] = value.strip()
+        connection = fields.get("connection", "").lower()
+        self.closes = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
+        length = fields.get("content-length", "")
+        if "transfer-encoding" in fields or not length.isdigit():
+            return None
+        self.body = bytearray(int(length))
+        rest = self.head[end + 4:]
+        if len(rest) > len(self.body):
+            raise http.client.HTTPException("%d bytes more than the answer's Content-Length" % (len(rest) - len(self.body)))
+        self.body[:len(rest)] = rest
+        self.have = len(rest)
+        return self.have == len(self.body)
+
+
+class HttpStore(ThreadedGets):
     """What the dataset and the checkpoint helpers need of an S3 service,
     over http.client; one connection per thread, remade after a fork.
     Uploads are made as boto3 makes them: one PUT up to `single_put_max`
     bytes, else multipart in parts of `part_size`, `parallel` at a time (a
-    failed one is aborted); downloads in one GET."""
+    failed one is aborted); downloads in one GET. A batch of GETs
+    (get_many) goes over connections of its own from one thread."""
 
     def __init__(self, endpoint_url, client_kwargs, single_put_max, part_size, parallel, credentials=None):
-        self._opened = []  # (pid, connection): close() ends them all, the upload threads' too
+        self._opened = []  # (pid, connection or socket): close() ends them all, the upload threads' too
         self._opened_lock = threading.Lock()
         self._local = threading.local()
+        self._idle = []  # (pid, socket): get_many's connections between batches
         unknown = set(client_kwargs) - HTTP_KWARGS
         if unknown:
             raise TypeError("the http transport takes client_kwargs %s, not %s"
@@ -124,7 +211,7 @@ class HttpStore:
         if held is not None and held[0] == os.getpid():
             return held[1], True
         cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        conn = cls(*self._address, timeout=300)
+        conn = cls(*self._address, timeout=TIMEOUT)
         self._local.conn = (os.getpid(), conn)
         with self._opened_lock:
             self._opened.append(self._local.conn)
@@ -161,15 +248,117 @@ class HttpStore:
         if response.will_close:
             self._drop()
         if response.status not in expect:
-            code, message = str(response.status), response.reason
-            if data:
-                try:
-                    error = ET.fromstring(data)
-                    code, message = _find(error, "Code") or code, _find(error, "Message") or message
-                except ET.ParseError:
-                    pass
-            raise S3Error(response.status, code, message, "s3://%s/%s" % (bucket, key))
+            raise _error(response.status, response.reason, data, bucket, key)
         return response.headers, data
+
+    # -- a batch of GETs from one thread
+
+    def get_many(self, bucket, requests, parallel):
+        """ThreadedGets.get_many, over plain http from this one thread: up to
+        `parallel` GETs under way at once, each on a keep-alive connection
+        of its own, a selector reading whichever answers. Threads making
+        the GETs with http.client took four times the CPU here (128 GETs of
+        125 KiB from a local gateway: 25 ms against 6; the interpreter lock
+        passed between them, and http.client parses headers with the email
+        package), and a DataLoader worker's CPU is what feeds the GPU. No
+        library of Python's does this: asyncio's streams took 18 ms. An
+        answer without a Content-Length, and https, go to http.client."""
+        if self._https:
+            return super().get_many(bucket, requests, parallel)
+        answers, later = [None] * len(requests), []
+        waiting = list(range(len(requests)))[::-1]  # pop() takes the next in order
+        selector = selectors.DefaultSelector()
+
+        def send(index, retry=False):
+            sock, reused = self._idle_socket(fresh=retry)
+            key, headers = requests[index]
+            try:
+                sock.sendall(self._request_bytes(bucket, key, headers))
+            except _DROPPED:
+                self._forget(sock)
+                if reused:
+                    return send(index, retry=True)
+                raise
+            except BaseException:
+                self._forget(sock)
+                raise
+            selector.register(sock, selectors.EVENT_READ, _Get(index, sock, reused and not retry))
+
+        try:
+            for _ in range(min(parallel, len(waiting))):
+                send(waiting.pop())
+            while selector.get_map():
+                ready = selector.select(TIMEOUT)
+                if not ready:
+                    raise TimeoutError("no answer from %s:%s in %d s" % (self._address + (TIMEOUT,)))
+                for entry, _ in ready:
+                    get = entry.data
+                    try:
+                        whole = get.receive()
+                    except _DROPPED:
+                        if not get.reused or get.head:
+                            raise
+                        # A kept-alive connection the service had closed: once more on a new one.
+                        selector.unregister(get.sock)
+                        self._forget(get.sock)
+                        send(get.index, retry=True)
+                        continue
+                    if whole is False:
+                        continue
+                    selector.unregister(get.sock)
+                    if whole is None or get.closes:
+                        self._forget(get.sock)
+                    else:
+                        self._idle.append((os.getpid(), get.sock))
+                    if whole is None:
+                        later.append(get.index)
+                    elif get.status == 200:
+                        answers[get.index] = bytes(get.body)
+                    else:
+                        answers[get.index] = _error(get.status, get.reason, get.body, bucket, requests[get.index][0])
+                    if waiting:
+                        send(waiting.pop())
+        finally:
+            for entry in list(selector.get_map().values()):
+                self._forget(entry.fileobj)  # its answer is unread: the connection is of no more use
+            selector.close()
+        for index in later:
+            key, headers = requests[index]
+            try:
+                answers[index] = self.get(bucket, key, headers=headers)
+            except S3Error as e:
+                answers[index] = e
+        for answer in answers:
+            if isinstance(answer, S3Error):
+                raise answer
+        return answers
+
+    def _request_bytes(self, bucket, key, headers):
+        lines = ["GET %s HTTP/1.1" % self._target("GET", bucket, key, {}), "Host: " + self._host,
+                 "Accept-Encoding: identity"]
+        for name, value in (headers or {}).items():
+            if any(c in "\r\n" for c in name + value):
+                raise ValueError("header %r: a line break in a header" % name)
+            lines.append("%s: %s" % (name, value))
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    def _idle_socket(self, fresh=False):
+        """(socket, reused): one of this process's idle connections, or a new one."""
+        pid = os.getpid()
+        while not fresh and self._idle:
+            owner, sock = self._idle.pop()
+            if owner == pid:
+                return sock, True
+        sock = socket.create_connection(self._address, timeout=TIMEOUT)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self._opened_lock:
+            self._opened.append((pid, sock))
+        return sock, False
+
+    def _forget(self, sock):
+        with self._opened_lock:
+            self._opened = [c for c in self._opened if c[1] is not sock]
+        sock.close()
 
     # -- what the package uses
 
@@ -237,5 +426,6 @@ class HttpStore:
         for _, conn in opened:
             conn.close()
         self._local = threading.local()
+        self._idle = []
 
     __del__ = close

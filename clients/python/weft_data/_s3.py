@@ -1,8 +1,8 @@
 """The S3 transport every part of the package uses: the standard library's
 http.client with presigned URLs or anonymous requests (transport="http",
 _http.py), or boto3's client (transport="boto3"). Both offer the same
-calls: get, list_dir, upload, download, close; headers given to get and
-list_dir go on that request only.
+calls: get, get_many, list_dir, upload, download, close; headers given to
+get, get_many and list_dir go on that request only.
 
 By default (transport=None) requests go over http.client wherever it can
 make them (an endpoint_url, and client_kwargs of credentials and region
@@ -18,7 +18,7 @@ import io
 import os
 import threading
 
-from ._http import HTTP_KWARGS, HttpStore
+from ._http import HTTP_KWARGS, HttpStore, ThreadedGets
 
 try:
     import boto3
@@ -93,7 +93,7 @@ def _session_credentials():
     return _session_call(lambda s: s.get_credentials())
 
 
-class Boto3Store:
+class Boto3Store(ThreadedGets):
     """boto3's client; its managed transfers for checkpoints."""
 
     def __init__(self, endpoint_url, client_kwargs):

@@ -2,7 +2,6 @@
 (from a Weft spoke, or any S3 service), numbered as the gateway numbers
 them so that a WeftSampler's order is the one the spoke fetches ahead."""
 
-import concurrent.futures
 import multiprocessing
 import multiprocessing.context
 import os
@@ -79,7 +78,7 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
     (persistent_workers) see each new epoch's."""
 
     def __init__(self, bucket, prefix, endpoint_url=None, client_kwargs=None, transform=None, index_key=None,
-                 transport=None, fetch_threads=8):
+                 transport=None, parallel_gets=8):
         if not isinstance(prefix, str):
             raise ValueError("prefix must be a str, not %r" % (prefix,))
         self.bucket = bucket
@@ -89,11 +88,10 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
         self.transform = transform
         self.index_key = index_key
         self.transport = transport
-        if not isinstance(fetch_threads, int) or fetch_threads < 1:
-            raise ValueError("fetch_threads must be a positive int, not %r" % (fetch_threads,))
-        self.fetch_threads = fetch_threads
+        if not isinstance(parallel_gets, int) or parallel_gets < 1:
+            raise ValueError("parallel_gets must be a positive int, not %r" % (parallel_gets,))
+        self.parallel_gets = parallel_gets
         self._store = self._store_pid = self._listed_with = None
-        self._pool = self._pool_pid = None
         self._sampler = _shared_sampler([0] * 6)
         store = self._s3()
         if index_key is None:
@@ -112,36 +110,31 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
 
     def __getitem__(self, i):
         key = self.keys[i]
-        store = self._s3()
-        header = self.sampler_header()
-        extra = None
-        if header and _directory(key) == self.prefix:
-            extra = {SAMPLER_HEADER: header}
-        elif header:
-            # The header on this GET would name the file's own directory;
-            # a LIST of the dataset's prefix declares it for the dataset.
-            self._declare(header)
-        data = store.get(self.bucket, key, headers=extra)
+        data = self._s3().get(self.bucket, key, headers=self._headers(key))
         return data if self.transform is None else self.transform(data)
 
     def __getitems__(self, indices):
-        """[ds[i] for i in indices], read `fetch_threads` at a time: what a
+        """[ds[i] for i in indices], read `parallel_gets` at a time: what a
         DataLoader worker asks for a batch. One GET after another, a batch's
         latency is the sum of its samples' (each a round trip, and a cold
-        one waits for the spoke's WAN fetch)."""
-        if len(indices) < 2 or self.fetch_threads == 1:
-            return [self[i] for i in indices]
-        # The threads share this process's store and declaration: both are
-        # made here first, so that they are made once.
-        self._s3()
+        one waits for the spoke's WAN fetch). The http transport makes them
+        from this thread, on as many connections; boto3 on a pool of as
+        many threads (_s3.py)."""
+        keys = [self.keys[i] for i in indices]
+        store = self._s3()
+        data = store.get_many(self.bucket, [(key, self._headers(key)) for key in keys], self.parallel_gets)
+        return data if self.transform is None else [self.transform(d) for d in data]
+
+    def _headers(self, key):
+        """The headers of a GET of `key`: the sampler's where the key is the
+        dataset's directory's own, else none."""
         header = self.sampler_header()
-        if header and any(_directory(self.keys[i]) != self.prefix for i in indices):
-            self._declare(header)
-        if self._pool_pid != os.getpid():
-            # A pool's threads do not survive a fork: each process makes its own.
-            self._pool = concurrent.futures.ThreadPoolExecutor(self.fetch_threads, "weft-fetch")
-            self._pool_pid = os.getpid()
-        return list(self._pool.map(self.__getitem__, indices))
+        if header and _directory(key) == self.prefix:
+            return {SAMPLER_HEADER: header}
+        # The header on this GET would name the file's own directory; a
+        # LIST of the dataset's prefix declares it for the dataset.
+        self._declare(header)
+        return None
 
     def _declare(self, header):
         """Declares the order `header` states to the spoke now, once per
@@ -185,7 +178,7 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
         # The store stays behind (each process makes its own); the shared
         # declaration travels to processes being started (spawn), a copy of
         # it elsewhere (pickle, copy).
-        state = dict(self.__dict__, _store=None, _store_pid=None, _listed_with=None, _pool=None, _pool_pid=None)
+        state = dict(self.__dict__, _store=None, _store_pid=None, _listed_with=None)
         if multiprocessing.context.get_spawning_popen() is None:
             state["_sampler"] = list(self._sampler[:])
         return state
