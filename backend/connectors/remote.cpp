@@ -338,13 +338,20 @@ class ConnectorRemote final : public hub::Remote {
     co_return std::vector<bool>(digests.size(), true);
   }
 
+  // The source takes a whole object, so the file is gathered here.
   asio::awaitable<hub::Result<hub::Attr>> commit(std::string path, std::uint64_t, std::uint64_t base_version,
-                                                 std::uint32_t, const std::vector<hub::CommitChunk>& chunks) override {
+                                                 std::uint32_t, const hub::CommitSource& source) override {
     std::string bytes;
     std::string lacking;
-    for (const auto& c : chunks) {
-      if (c.bytes.empty() && c.length > 0) lacking += (lacking.empty() ? "\"" : ",\"") + wire::to_hex(c.digest) + "\"";
-      bytes += c.bytes;
+    for (std::size_t i = 0; i < source.chunks.size(); ++i) {
+      const auto& c = source.chunks[i];
+      if (!c.as_data) {
+        if (c.length > 0) lacking += (lacking.empty() ? "\"" : ",\"") + wire::to_hex(c.digest) + "\"";
+        continue;
+      }
+      auto read = co_await source.read(i);
+      if (!read) co_return hub::Error{hub::Error::Kind::aborted, 0, {}, "the commit's source could not read a chunk", {}};
+      bytes += *read;
     }
     if (!lacking.empty()) {
       hub::Error e = refused(422, "missing_chunks", "a source holds no chunks: send them as data");

@@ -12,6 +12,8 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
@@ -47,6 +49,8 @@ constexpr std::string_view kOctets = "application/octet-stream";
 constexpr std::string_view kJson = "application/json";
 constexpr std::string_view kPrefixHeader = "Weft-Prefix";
 constexpr std::size_t kMaxHaveDigests = 32768;  // the hub's limit per have request
+// A commit's body goes out in pieces of about this many bytes of frames.
+constexpr std::size_t kCommitPiece = 4 << 20;
 // The chunks a fetch names as its Weft-Prefix (PROTOCOL.md): the last ones
 // fetched, at most this many bytes and chunks (the hub's limits are 1 MiB
 // and 16). A quarter MiB of a dataset's recent samples carries most of
@@ -135,6 +139,47 @@ asio::awaitable<std::pair<error_code, error_code>> exchange(Stream& stream, beas
   co_return std::pair{error_code{}, rec};
 }
 
+// A POST of `head` whose body is the frames of `source`, made and sent a
+// piece at a time (chunked transfer coding), then its answer read into
+// `parser`: (write error, read error), and whether the source failed. Each
+// piece gets `timeout` to go out.
+template <class Stream>
+asio::awaitable<std::tuple<error_code, error_code, bool>> stream_frames(
+    Stream& stream, beast::tcp_stream& tcp, std::chrono::milliseconds timeout, beast::flat_buffer& buffer,
+    bhttp::request<bhttp::empty_body>& head, const CommitSource& source,
+    bhttp::response_parser<bhttp::string_body>& parser, std::uint64_t& sent) {
+  bhttp::request_serializer<bhttp::empty_body> serializer(head);
+  tcp.expires_after(timeout);
+  if (auto [ec, n] = co_await bhttp::async_write_header(stream, serializer, kUse); ec) co_return std::tuple{ec, error_code{}, false};
+  std::string piece;
+  wire::FrameWriter frames(piece);
+  for (std::size_t i = 0; i <= source.chunks.size(); ++i) {
+    const bool last = i == source.chunks.size();
+    if (!last) {
+      const auto& c = source.chunks[i];
+      if (c.as_data) {
+        auto bytes = co_await source.read(i);
+        if (!bytes) co_return std::tuple{error_code{}, error_code{}, true};
+        frames.data(c.digest, std::as_bytes(std::span(bytes->data(), bytes->size())));
+      } else {
+        frames.reference(c.digest, c.length);
+      }
+    }
+    if (piece.size() >= kCommitPiece || (last && !piece.empty())) {
+      tcp.expires_after(timeout);
+      if (auto [ec, n] = co_await asio::async_write(stream, bhttp::make_chunk(asio::buffer(piece)), kUse); ec)
+        co_return std::tuple{ec, error_code{}, false};
+      sent += piece.size();
+      piece.clear();
+    }
+  }
+  tcp.expires_after(timeout);
+  if (auto [ec, n] = co_await asio::async_write(stream, bhttp::make_chunk_last(), kUse); ec)
+    co_return std::tuple{ec, error_code{}, false};
+  auto [rec, rn] = co_await bhttp::async_read(stream, buffer, parser, kUse);
+  co_return std::tuple{error_code{}, rec, false};
+}
+
 }  // namespace
 
 void throw_exception_from_error(const Error& e, const boost::source_location&) {
@@ -194,6 +239,51 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
     co_return std::make_unique<Connection>(std::move(*s));
   }
 
+  // The fields every request carries.
+  template <class Body>
+  void set_head(bhttp::request<Body>& req) const {
+    req.set(bhttp::field::host, endpoint.url().host_header);
+    req.set(bhttp::field::authorization, authorization);
+    req.set("Weft-Region", opt.region);
+    req.set("Weft-Feed", opt.feed_id);
+    req.set(bhttp::field::user_agent, "weft-spoke");
+    req.set(bhttp::field::accept_encoding, "zstd");  // the hub compresses JSON answers (listings, manifests)
+  }
+
+  // A POST to `target` whose body is the frames of `source` (stream_frames),
+  // answered with JSON. A kept-alive connection that the hub closed
+  // meanwhile fails on a write, before the hub had the whole body (it then
+  // commits nothing): the request is made once more on a fresh connection.
+  asio::awaitable<Result<Json>> frames_call(std::string_view target, const CommitSource& source) {
+    for (int attempt = 0;; ++attempt) {
+      auto taken = co_await connection(attempt);
+      if (!taken) co_return taken.error();
+      auto [c, reused] = std::move(*taken);
+      bhttp::request<bhttp::empty_body> head(bhttp::verb::post, beast::string_view(target.data(), target.size()), 11);
+      set_head(head);
+      head.set(bhttp::field::content_type, beast::string_view(kOctets.data(), kOctets.size()));
+      head.chunked(true);
+      head.keep_alive(true);
+      bhttp::response_parser<bhttp::string_body> parser;
+      parser.body_limit(kResponseLimit);
+      std::uint64_t sent = 0;
+      auto op = std::visit([&](auto& stream) {
+        return stream_frames(stream, net::tcp_of(c->stream), opt.timeout, c->buffer, head, source, parser, sent);
+      }, c->stream);
+      const auto [wec, rec, aborted] = co_await std::move(op);
+      wire_out += sent;
+      if (aborted) co_return failure(Error::Kind::aborted, "the commit's source could not read a chunk");
+      const error_code ec = wec ? wec : rec;
+      if (ec) {
+        if (reused && (wec || net::closed_by_peer(rec)) && attempt == 0) continue;
+        co_return transport(ec, "POST " + std::string(target.substr(0, 120)));
+      }
+      auto res = answered(std::move(c), parser);
+      if (!res) co_return res.error();
+      co_return json_answer(*res);
+    }
+  }
+
   // One request on a pooled connection. A kept-alive connection that the
   // hub closed meanwhile fails before the hub saw the request; idempotent
   // requests are then sent once more on a fresh connection. With
@@ -205,28 +295,17 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
       std::string_view content_type = kOctets, bhttp::response<bhttp::string_body>* partial = nullptr,
       std::string_view prefix = {}) {
     for (int attempt = 0;; ++attempt) {
-      // A retry connects afresh: the other idle connections are as old as
-      // the one that turned out closed.
-      auto c = attempt == 0 ? pool->take() : nullptr;
-      const bool reused = c != nullptr;
-      if (!c) {
-        auto fresh = co_await connect();
-        if (!fresh) co_return fresh.error();
-        c = std::move(*fresh);
-      }
+      auto taken = co_await connection(attempt);
+      if (!taken) co_return taken.error();
+      auto [c, reused] = std::move(*taken);
       bhttp::request<bhttp::string_body> req(verb, beast::string_view(target.data(), target.size()), 11);
-      req.set(bhttp::field::host, endpoint.url().host_header);
-      req.set(bhttp::field::authorization, authorization);
-      req.set("Weft-Region", opt.region);
-      req.set("Weft-Feed", opt.feed_id);
-      req.set(bhttp::field::user_agent, "weft-spoke");
-      req.set(bhttp::field::accept_encoding, "zstd");  // the hub compresses JSON answers (listings, manifests)
+      set_head(req);
       if (!body.empty()) req.set(bhttp::field::content_type, beast::string_view(content_type.data(), content_type.size()));
       if (!prefix.empty()) req.set(kPrefixHeader, beast::string_view(prefix.data(), prefix.size()));
       req.body().assign(body);
       req.prepare_payload();
       req.keep_alive(true);
-      // A large body (a commit) gets time for its transfer too, at 1 MB/s.
+      // A large body gets time for its transfer too, at 1 MB/s.
       net::tcp_of(c->stream).expires_after(opt.timeout + std::chrono::milliseconds(body.size() / 1000));
       bhttp::response_parser<bhttp::string_body> parser;
       parser.body_limit(kResponseLimit);
@@ -243,14 +322,42 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
         if (stale && (idempotent || wec) && attempt == 0) continue;
         co_return transport(ec, std::string(bhttp::to_string(verb)) + " " + std::string(target.substr(0, 120)));
       }
-      requests++;
       wire_out += body.size();
-      auto res = parser.release();
-      wire_in += res.body().size();
-      if (res.keep_alive()) pool->give_back(std::move(c));
-      if (!decode_content(res)) co_return failure(Error::Kind::protocol, "the hub's answer is in a coding not asked for, or corrupt");
-      co_return res;
+      co_return answered(std::move(c), parser);
     }
+  }
+
+  // A pooled connection on a first attempt, else a fresh one (a retry
+  // connects afresh: the other idle connections are as old as the one that
+  // turned out closed); and whether it was pooled.
+  asio::awaitable<Result<std::pair<std::unique_ptr<Connection>, bool>>> connection(int attempt) {
+    if (attempt == 0)
+      if (auto c = pool->take()) co_return std::pair{std::move(c), true};
+    auto fresh = co_await connect();
+    if (!fresh) co_return fresh.error();
+    co_return std::pair{std::move(*fresh), false};
+  }
+
+  // The answer `parser` read whole from c: counted, c pooled again when the
+  // hub keeps it alive, its content decoded.
+  Result<bhttp::response<bhttp::string_body>> answered(std::unique_ptr<Connection> c,
+                                                       bhttp::response_parser<bhttp::string_body>& parser) {
+    requests++;
+    auto res = parser.release();
+    wire_in += res.body().size();
+    if (res.keep_alive()) pool->give_back(std::move(c));
+    if (!decode_content(res)) return failure(Error::Kind::protocol, "the hub's answer is in a coding not asked for, or corrupt");
+    return res;
+  }
+
+  // An answer's JSON; a hub error becomes Error::refused.
+  static Result<Json> json_answer(const bhttp::response<bhttp::string_body>& res) {
+    auto j = nlohmann::json::parse(res.body(), nullptr, false);
+    if (res.result_int() >= 400) return refusal(res, j);
+    if (j.is_discarded()) return failure(Error::Kind::protocol, "the hub answered with malformed JSON");
+    Json out;
+    out.value = std::move(j);
+    return out;
   }
 
   // A call answered with JSON; a hub error becomes Error::refused.
@@ -260,12 +367,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
     idempotent = idempotent || verb == bhttp::verb::get;
     auto res = co_await request(verb, target, body, idempotent, content_type);
     if (!res) co_return res.error();
-    auto j = nlohmann::json::parse(res->body(), nullptr, false);
-    if (res->result_int() >= 400) co_return refusal(*res, j);
-    if (j.is_discarded()) co_return failure(Error::Kind::protocol, "the hub answered with malformed JSON");
-    Json out;
-    out.value = std::move(j);
-    co_return out;
+    co_return json_answer(*res);
   }
 
   static Error refusal(const bhttp::response<bhttp::string_body>& res, const nlohmann::json& j) {
@@ -576,20 +678,11 @@ asio::awaitable<Result<std::uint64_t>> Client::report_cache(std::string summary)
 }
 
 asio::awaitable<Result<Attr>> Client::commit(std::string path, std::uint64_t base_ino, std::uint64_t base_version,
-                                             std::uint32_t mode, const std::vector<CommitChunk>& chunks) {
-  std::string body;
-  wire::FrameWriter frames(body);
-  for (const auto& c : chunks) {
-    if (c.bytes.empty() && c.length > 0) {
-      frames.reference(c.digest, c.length);
-    } else {
-      frames.data(c.digest, std::as_bytes(std::span(c.bytes.data(), c.bytes.size())));
-    }
-  }
+                                             std::uint32_t mode, const CommitSource& source) {
   const std::string query = "path=" + text::uri_encode(path, false) + "&base_ino=" + std::to_string(base_ino) +
                             "&base_version=" + std::to_string(base_version) + "&mode=" + std::to_string(mode);
   const std::string call_target = impl_->target("commit", query);
-  auto j = co_await impl_->json_call(bhttp::verb::post, call_target, body);
+  auto j = co_await impl_->frames_call(call_target, source);
   if (!j) co_return j.error();
   co_return attr_answer(j->value);
 }

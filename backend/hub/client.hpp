@@ -9,7 +9,8 @@
 // Contract:
 //  - Every call is a coroutine; it may be called from any executor and
 //    concurrently. Each request has the options' timeout (plus, for a
-//    request body, a millisecond per kilobyte to send it); a connection that
+//    request body, a millisecond per kilobyte to send it; a commit's body,
+//    sent in pieces, has it for each piece); a connection that
 //    fails is dropped and the request fails (calls are not retried here: the
 //    caller knows which are idempotent), except chunk fetches (below).
 //  - fetch() returns exactly the requested chunks, each verified against
@@ -78,11 +79,11 @@ class Client final : public Remote {
   boost::asio::awaitable<Result<std::vector<bool>>> missing(std::vector<wire::Digest> digests) override;
   // A new version of `path` unless it changed since (base_ino, base_version);
   // (0, 0): a new file. Error code "conflict" or "missing_chunks" (body says which).
-  // `chunks` is read when the call is awaited: keep it alive until then (a
-  // caller that resends after missing_chunks keeps its one copy).
+  // The body is sent as it is made (chunked), kCommitPiece bytes of frames
+  // at a time; `source` is read while the call is awaited.
   boost::asio::awaitable<Result<Attr>> commit(std::string path, std::uint64_t base_ino,
                                               std::uint64_t base_version, std::uint32_t mode,
-                                              const std::vector<CommitChunk>& chunks) override;
+                                              const CommitSource& source) override;
   boost::asio::awaitable<Result<Attr>> mkdir(std::string path, std::uint32_t mode) override;
   boost::asio::awaitable<Result<Attr>> create(std::string path, std::uint32_t mode, bool exclusive) override;
   boost::asio::awaitable<Result<std::uint64_t>> remove(std::string path) override;

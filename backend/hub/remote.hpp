@@ -39,6 +39,7 @@ struct Error {
     timed_out,    // no answer within the timeout
     refused,      // the hub answered with an error (status, code, message)
     protocol,     // the answer is malformed (bad JSON, bad frames, wrong chunks)
+    aborted,      // a commit's source could not read a chunk (CommitSource)
   };
   Kind kind = Kind::unavailable;
   unsigned status = 0;   // refused: the HTTP status
@@ -64,12 +65,19 @@ struct Listing {
   std::uint64_t last_change = 0;
 };
 
-// One chunk of a commit: its bytes, or (bytes empty, length set) a
-// reference to a chunk the hub holds.
-struct CommitChunk {
-  wire::Digest digest{};
-  std::uint32_t length = 0;
-  std::string bytes;
+// What a commit sends: the file's chunks in order, each as data or as a
+// reference to a chunk the remote holds. Data is read with read(i) as the
+// body reaches chunk i, so that a commit of any size holds a few chunks in
+// memory. read answers nullopt when it cannot (the source knows why): the
+// commit then fails with Error::Kind::aborted.
+struct CommitSource {
+  struct Chunk {
+    wire::Digest digest{};
+    std::uint32_t length = 0;
+    bool as_data = false;
+  };
+  std::vector<Chunk> chunks;
+  std::function<boost::asio::awaitable<std::optional<std::string>>(std::size_t)> read;
 };
 
 // One answer of manifests(): a file's attributes and the manifest of its
@@ -166,10 +174,10 @@ class Remote {
   virtual boost::asio::awaitable<Result<std::vector<bool>>> missing(std::vector<wire::Digest> digests) = 0;
   // A new version of `path` unless it changed since (base_ino, base_version);
   // (0, 0): a new file. Error code "conflict" or "missing_chunks" (body says which).
-  // `chunks` is read when the call is awaited: keep it alive until then.
+  // `source` is read while the call is awaited: keep it alive until then.
   virtual boost::asio::awaitable<Result<Attr>> commit(std::string path, std::uint64_t base_ino,
                                                       std::uint64_t base_version, std::uint32_t mode,
-                                                      const std::vector<CommitChunk>& chunks) = 0;
+                                                      const CommitSource& source) = 0;
   virtual boost::asio::awaitable<Result<Attr>> mkdir(std::string path, std::uint32_t mode) = 0;
   virtual boost::asio::awaitable<Result<Attr>> create(std::string path, std::uint32_t mode, bool exclusive) = 0;
   virtual boost::asio::awaitable<Result<std::uint64_t>> remove(std::string path) = 0;

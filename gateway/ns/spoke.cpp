@@ -32,7 +32,8 @@ Errc errc_of_hub(const hub::Error& e) {
   switch (e.kind) {
     case hub::Error::Kind::unavailable:
     case hub::Error::Kind::timed_out: return Errc::unavailable;
-    case hub::Error::Kind::protocol: return Errc::io;
+    case hub::Error::Kind::protocol:
+    case hub::Error::Kind::aborted: return Errc::io;
     case hub::Error::Kind::refused: break;
   }
   static const std::map<std::string_view, Errc> kCodes = {

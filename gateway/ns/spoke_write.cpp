@@ -202,33 +202,46 @@ asio::awaitable<Status> truncate(Spokes& spokes, Namespace::Impl& ns, const OpCo
   co_return Status{};
 }
 
-// The bytes of chunks[i] for each i in `which`, read from the staged file
-// into frames[i]; Errc::busy when the file was written since it was cut.
-Status read_frames(Staged& s, std::uint64_t gen, const std::vector<data::Chunk>& chunks, const std::vector<bool>& which,
-                   std::vector<hub::CommitChunk>& frames) {
-  std::shared_lock content(s.content);
-  if (s.changes != gen) return Errc::busy;
-  for (std::size_t i = 0; i < chunks.size(); ++i) {
-    if (!which[i]) continue;
-    frames[i].bytes.resize(chunks[i].length);
-    if (auto r = read_fully(s.fd, chunks[i].offset, std::as_writable_bytes(std::span(frames[i].bytes))); !r)
-      return r.error();
-  }
-  return {};
+// What a commit of staged file `sp`, cut into `chunks` at generation `gen`,
+// sends: the chunks in `lacking` as data, read from the staged file as the
+// body reaches them (and cached: the writer's next read is local), the rest
+// as references. A read fails, with its reason in `failed`, when the file
+// was written since it was cut (Errc::busy) or cannot be read.
+hub::CommitSource commit_source(Spokes::State& st, Namespace::Impl& ns, std::shared_ptr<Staged> sp, std::uint64_t gen,
+                                const std::vector<data::Chunk>& chunks, const std::vector<bool>& lacking,
+                                Status& failed) {
+  hub::CommitSource source;
+  source.chunks.reserve(chunks.size());
+  for (std::size_t i = 0; i < chunks.size(); ++i) source.chunks.push_back({chunks[i].digest, chunks[i].length, lacking[i]});
+  source.read = [&st, &ns, sp, gen, &chunks, &failed](std::size_t i) -> asio::awaitable<std::optional<std::string>> {
+    auto bytes = co_await offload(ns.pool, [&]() -> Result<std::string> {
+      std::shared_lock content(sp->content);
+      if (sp->changes != gen) return Errc::busy;
+      std::string out(chunks[i].length, '\0');
+      if (auto r = read_fully(sp->fd, chunks[i].offset, std::as_writable_bytes(std::span(out))); !r) return r.error();
+      return out;
+    });
+    if (!bytes) {
+      failed = bytes.error();
+      co_return std::nullopt;
+    }
+    st.chunks->put(chunks[i].digest, *bytes);
+    co_return std::move(*bytes);
+  };
+  return source;
 }
 
-// One commit of `frames` (the content cut into `chunks`) to `path`; a
-// missing_chunks answer (a chunk the hub held vanished meanwhile) is
-// answered by sending those chunks as data, once.
-asio::awaitable<Result<hub::Attr>> send_commit(Namespace::Impl& ns, Mount& m, std::string path, std::uint64_t base_ino,
+// One commit of `source` to `path`; a missing_chunks answer (a chunk the
+// hub held vanished meanwhile) is answered by sending those chunks as data,
+// once. `failed` is the source's reason when it could not read.
+asio::awaitable<Result<hub::Attr>> send_commit(Mount& m, std::string path, std::uint64_t base_ino,
                                                std::uint64_t base_version, std::uint32_t mode,
-                                               std::shared_ptr<Staged> sp, std::uint64_t gen,
-                                               const std::vector<data::Chunk>& chunks,
-                                               std::vector<hub::CommitChunk>& frames) {
+                                               hub::CommitSource& source, const Status& failed) {
   for (int attempt = 0;; ++attempt) {
-    auto op = m.client->commit(path, base_ino, base_version, mode, frames);
+    auto op = m.client->commit(path, base_ino, base_version, mode, source);
     auto r = co_await std::move(op);
     if (r) co_return std::move(*r);
+    if (r.error().kind == hub::Error::Kind::aborted && !failed) co_return failed.error();
     if (r.error().code != "missing_chunks" || attempt > 0) {
       if (r.error().code != "conflict")
         spdlog::warn("spoke {}: committing {} failed: {}", m.name, path, r.error().message);
@@ -239,10 +252,7 @@ asio::awaitable<Result<hub::Attr>> send_commit(Namespace::Impl& ns, Mount& m, st
     if (answer.is_object() && answer.contains("missing") && answer["missing"].is_array())
       for (const auto& h : answer["missing"])
         if (auto d = h.is_string() ? wire::from_hex(h.get<std::string>()) : std::nullopt) gone.insert(*d);
-    std::vector<bool> resend(chunks.size());
-    for (std::size_t i = 0; i < chunks.size(); ++i) resend[i] = frames[i].bytes.empty() && gone.contains(frames[i].digest);
-    auto read = co_await offload(ns.pool, [&] { return read_frames(*sp, gen, chunks, resend, frames); });
-    if (!read) co_return read.error();
+    for (auto& c : source.chunks) c.as_data = c.as_data || gone.contains(c.digest);
   }
 }
 
@@ -259,8 +269,7 @@ std::string conflict_name(const std::string& leaf, const std::string& label, con
 // Commits content that lost to another site's as a new file beside the one
 // it was meant for (base 0/0), so that no data is lost.
 asio::awaitable<Status> keep_conflict(Spokes::State& st, Namespace::Impl& ns, Mount& m, std::string rel, std::uint32_t mode,
-                                      std::shared_ptr<Staged> sp, std::uint64_t gen,
-                                      const std::vector<data::Chunk>& chunks, std::vector<hub::CommitChunk>& frames) {
+                                      std::shared_ptr<Staged> sp, hub::CommitSource& source, const Status& failed) {
   std::string label;
   for (char c : st.region) label += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
   if (label.empty()) label = "spoke" + std::to_string(m.id);
@@ -277,7 +286,7 @@ asio::awaitable<Status> keep_conflict(Spokes::State& st, Namespace::Impl& ns, Mo
   for (int n = 0; n < kConflictNames; ++n) {
     const std::string name = conflict_name(leaf_of(rel), label, stamp, n);
     const std::string kept = join(parent_of(rel), name);
-    auto op = send_commit(ns, m, m.hub_path(kept), 0, 0, mode, sp, gen, chunks, frames);
+    auto op = send_commit(m, m.hub_path(kept), 0, 0, mode, source, failed);
     auto r = co_await std::move(op);
     if (r) {
       spdlog::warn("spoke {}: {} changed at the hub since its writers here opened it; their content is kept as {}",
@@ -404,21 +413,14 @@ asio::awaitable<Result<std::optional<wire::FileAttr>>> send_staged(State& st, Na
     auto mop = m.client->missing(digests);
     auto lacking = co_await std::move(mop);
     if (!lacking) co_return make_error_code(errc_of_hub(lacking.error()));
-    // Data frames for the chunks the hub lacks, references for the rest.
-    std::vector<hub::CommitChunk> frames;
-    frames.reserve(cut->size());
-    for (const auto& c : *cut) frames.push_back({c.digest, c.length, {}});
-    auto read = co_await offload(ns.pool, [&] { return read_frames(s, gen, *cut, *lacking, frames); });
-    if (!read && read.error() == make_error_code(Errc::busy) && again) continue;
-    if (!read) co_return read.error();
-    // What is sent is cached: the writer's next read is local.
-    for (const auto& f : frames)
-      if (!f.bytes.empty()) st.chunks->put(f.digest, f.bytes);
-    auto op = send_commit(ns, m, m.hub_path(rel), base_ino, base_version, s.mode, sp, gen, *cut, frames);
+    // The chunks the hub lacks go as data, the rest as references.
+    Status failed;
+    auto source = commit_source(st, ns, sp, gen, *cut, *lacking, failed);
+    auto op = send_commit(m, m.hub_path(rel), base_ino, base_version, s.mode, source, failed);
     auto r = co_await std::move(op);
     if (!r && r.error() == make_error_code(Errc::busy) && again) continue;
     if (!r && r.error() == make_error_code(Errc::conflict)) {
-      auto kop = keep_conflict(st, ns, m, rel, s.mode, sp, gen, *cut, frames);
+      auto kop = keep_conflict(st, ns, m, rel, s.mode, sp, source, failed);
       if (auto kept = co_await std::move(kop); kept) {
         std::lock_guard lock(s.mu);
         s.committed = gen;

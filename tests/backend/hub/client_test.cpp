@@ -50,6 +50,26 @@ std::unique_ptr<Client> client(weft::test::IoThread& loop, ClientOptions o) {
   return std::move(*c);
 }
 
+// A commit of chunks held here: those with bytes go as data, the others
+// as references.
+struct HeldChunk {
+  wire::Digest digest{};
+  std::uint32_t length = 0;
+  std::string bytes;
+};
+
+CommitSource source_of(const std::vector<HeldChunk>& held) {
+  CommitSource source;
+  for (const auto& h : held) source.chunks.push_back({h.digest, h.length, !h.bytes.empty()});
+  source.read = [&held](std::size_t i) -> asio::awaitable<std::optional<std::string>> { co_return held[i].bytes; };
+  return source;
+}
+
+HeldChunk held(std::string bytes) {
+  return {wire::sha256(std::as_bytes(std::span(bytes.data(), bytes.size()))), static_cast<std::uint32_t>(bytes.size()),
+          std::move(bytes)};
+}
+
 // One command to the WAN emulator's control socket.
 std::string emulator(const std::string& command) {
   const std::string control = env("WEFT_HUB_WAN_CONTROL");
@@ -244,24 +264,58 @@ TEST_CASE("commits send only what the hub lacks; a stale base conflicts") {
   CHECK(std::count(lacking->begin(), lacking->end(), true) == 1);
   CHECK(lacking->back());
 
-  std::vector<CommitChunk> chunks;
+  std::vector<HeldChunk> chunks;
   for (const auto& ch : m->chunks) chunks.push_back({ch.digest, ch.length, {}});
   chunks.push_back({extra_digest, static_cast<std::uint32_t>(extra.size()), extra});
   const auto before = c->stats().wire_bytes_out;
-  auto made = loop.wait(c->commit("data/seed/copy.bin", 0, 0, 0644, chunks));
+  auto made = loop.wait(c->commit("data/seed/copy.bin", 0, 0, 0644, source_of(chunks)));
   REQUIRE_MESSAGE(made.has_value(), made.error().message);
   CHECK(made->attr.size == m->size + extra.size());
   CHECK(c->stats().wire_bytes_out - before < 110000);  // references: 37 bytes a chunk
 
   // Two writers from version 1: the second is refused with what won.
-  std::vector<CommitChunk> small{{weft::hub::wire::sha256(std::as_bytes(std::span("v2", 2))), 2, "v2"}};
-  auto second = loop.wait(c->commit("data/seed/copy.bin", made->attr.ino, made->attr.version, 0644, small));
+  const std::vector<HeldChunk> small{held("v2")};
+  auto second = loop.wait(c->commit("data/seed/copy.bin", made->attr.ino, made->attr.version, 0644, source_of(small)));
   REQUIRE(second.has_value());
-  auto stale = loop.wait(c->commit("data/seed/copy.bin", made->attr.ino, made->attr.version, 0644, small));
+  auto stale = loop.wait(c->commit("data/seed/copy.bin", made->attr.ino, made->attr.version, 0644, source_of(small)));
   REQUIRE_FALSE(stale.has_value());
   CHECK(stale.error().code == "conflict");
   CHECK(stale.error().status == 409);
   CHECK(stale.error().body.find("\"current\"") != std::string::npos);
+
+  // A body of many pieces (each chunk read as it is reached) arrives whole.
+  std::vector<HeldChunk> big;
+  std::string expect;
+  for (int i = 0; i < 12; ++i) {
+    std::string bytes(1 << 20, '\0');
+    for (auto& ch : bytes) ch = static_cast<char>(rng());
+    expect += bytes;
+    big.push_back(held(std::move(bytes)));
+  }
+  auto large = loop.wait(c->commit("data/seed/large.bin", 0, 0, 0644, source_of(big)));
+  REQUIRE_MESSAGE(large.has_value(), large.error().message);
+  auto lm = loop.wait(c->manifest("data/seed/large.bin", 0));
+  REQUIRE(lm.has_value());
+  CHECK(lm->size == expect.size());
+  auto back = loop.wait(c->fetch("data/seed/large.bin", lm->version, lm->chunks));
+  REQUIRE(back.has_value());
+  std::string joined;
+  for (const auto& piece : *back) joined += piece;
+  CHECK(joined == expect);
+  // A source that fails part way commits nothing: the hub reads a body cut short.
+  auto failing = source_of(big);
+  failing.read = [&big](std::size_t i) -> asio::awaitable<std::optional<std::string>> {
+    if (i == 9) co_return std::nullopt;
+    co_return big[i].bytes;
+  };
+  auto cut = loop.wait(c->commit("data/seed/cut.bin", 0, 0, 0644, failing));
+  REQUIRE_FALSE(cut.has_value());
+  CHECK(cut.error().kind == Error::Kind::aborted);
+  auto none = loop.wait(c->manifest("data/seed/cut.bin", 0));
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().code == "not_found");
+  // The client goes on with the next commit.
+  REQUIRE(loop.wait(c->commit("data/seed/cut.bin", 0, 0, 0644, source_of(small))).has_value());
 
   // Namespace changes through the client.
   REQUIRE(loop.wait(c->mkdir("data/seed/dir", 0755)).has_value());
