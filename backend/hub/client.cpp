@@ -254,6 +254,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
   // answered with JSON. A kept-alive connection that the hub closed
   // meanwhile fails on a write, before the hub had the whole body (it then
   // commits nothing): the request is made once more on a fresh connection.
+  // Not after a failed read: the hub may have committed.
   asio::awaitable<Result<Json>> frames_call(std::string_view target, const CommitSource& source) {
     for (int attempt = 0;; ++attempt) {
       auto taken = co_await connection(attempt);
@@ -275,7 +276,7 @@ struct Client::Impl : std::enable_shared_from_this<Impl> {
       if (aborted) co_return failure(Error::Kind::aborted, "the commit's source could not read a chunk");
       const error_code ec = wec ? wec : rec;
       if (ec) {
-        if (reused && (wec || net::closed_by_peer(rec)) && attempt == 0) continue;
+        if (reused && wec && attempt == 0) continue;
         co_return transport(ec, "POST " + std::string(target.substr(0, 120)));
       }
       auto res = answered(std::move(c), parser);
