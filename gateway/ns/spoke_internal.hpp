@@ -15,6 +15,8 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <array>
@@ -28,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace weft::ns {
@@ -269,6 +272,16 @@ struct Spokes::OpenFile {
   std::size_t ahead = 0;          // guarded by mu: chunks before this one were asked for
 };
 
+// One thread at a lower CPU priority (nice 10): background work takes the
+// CPU that serving requests leaves idle.
+struct BackgroundPool {
+  static constexpr int kNice = 10;
+  asio::thread_pool pool{1};
+  BackgroundPool() {
+    asio::post(pool, [] { ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kNice); });
+  }
+};
+
 struct Spokes::State {
   // Set by start(), before any mount serves.
   asio::any_io_executor executor;
@@ -326,6 +339,11 @@ struct Spokes::State {
   std::mutex outbox_mu;
   std::map<std::uint64_t, std::shared_ptr<Staged>> outbox;  // guarded by outbox_mu
   std::uint64_t next_parked = 1;                            // guarded by outbox_mu
+  // The drainer's blocking work (cutting a parked file into chunks, reading
+  // those it sends), so that a large checkpoint committed in the background
+  // slows no reader here (a training job's). Last: joined first, while
+  // what its work uses is still there.
+  BackgroundPool background;
 
   std::shared_ptr<Mount> mount(std::uint32_t id) const {
     std::lock_guard lock(mounts_mu);
@@ -427,11 +445,12 @@ std::shared_ptr<Spokes::Staged> staged_of(State& st, Ino ino);
 // a crash), opened O_TMPFILE where the file system can.
 Result<int> staging_file(const std::string& data_dir);
 // Commits what the writers of `sp` wrote since its last commit to the hub,
-// with its gate held. nullopt: nothing new (or removed here).
-// Errc::conflict: another site changed the file first; the content is kept
-// at the hub under a conflict name.
+// with its gate held, its blocking work on `pool`. nullopt: nothing new (or
+// removed here). Errc::conflict: another site changed the file first; the
+// content is kept at the hub under a conflict name.
 asio::awaitable<Result<std::optional<wire::FileAttr>>> send_staged(State& st, Namespace::Impl& ns,
-                                                                   std::shared_ptr<Spokes::Staged> sp);
+                                                                   std::shared_ptr<Spokes::Staged> sp,
+                                                                   asio::thread_pool& pool);
 
 // --- Write-back (spoke_writeback.cpp) --------------------------------------
 // Parks what the writers of `sp` wrote since its last commit, with its gate

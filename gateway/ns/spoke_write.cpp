@@ -203,29 +203,30 @@ asio::awaitable<Status> truncate(Spokes& spokes, Namespace::Impl& ns, const OpCo
 }
 
 // What a commit of staged file `sp`, cut into `chunks` at generation `gen`,
-// sends: the chunks in `lacking` as data, read from the staged file as the
-// body reaches them (and cached: the writer's next read is local), the rest
-// as references. A read fails, with its reason in `failed`, when the file
-// was written since it was cut (Errc::busy) or cannot be read.
-hub::CommitSource commit_source(Spokes::State& st, Namespace::Impl& ns, std::shared_ptr<Staged> sp, std::uint64_t gen,
-                                const std::vector<data::Chunk>& chunks, const std::vector<bool>& lacking,
-                                Status& failed) {
+// sends: the chunks in `lacking` as data, read (on `pool`) from the staged
+// file as the body reaches them, and cached (the writer's next read is
+// local); the rest as references. A read fails, with its reason in
+// `failed`, when the file was written since it was cut (Errc::busy) or
+// cannot be read.
+hub::CommitSource commit_source(Spokes::State& st, asio::thread_pool& pool, std::shared_ptr<Staged> sp,
+                                std::uint64_t gen, const std::vector<data::Chunk>& chunks,
+                                const std::vector<bool>& lacking, Status& failed) {
   hub::CommitSource source;
   source.chunks.reserve(chunks.size());
   for (std::size_t i = 0; i < chunks.size(); ++i) source.chunks.push_back({chunks[i].digest, chunks[i].length, lacking[i]});
-  source.read = [&st, &ns, sp, gen, &chunks, &failed](std::size_t i) -> asio::awaitable<std::optional<std::string>> {
-    auto bytes = co_await offload(ns.pool, [&]() -> Result<std::string> {
+  source.read = [&st, &pool, sp, gen, &chunks, &failed](std::size_t i) -> asio::awaitable<std::optional<std::string>> {
+    auto bytes = co_await offload(pool, [&]() -> Result<std::string> {
       std::shared_lock content(sp->content);
       if (sp->changes != gen) return Errc::busy;
       std::string out(chunks[i].length, '\0');
       if (auto r = read_fully(sp->fd, chunks[i].offset, std::as_writable_bytes(std::span(out))); !r) return r.error();
+      st.chunks->put(chunks[i].digest, out);
       return out;
     });
     if (!bytes) {
       failed = bytes.error();
       co_return std::nullopt;
     }
-    st.chunks->put(chunks[i].digest, *bytes);
     co_return std::move(*bytes);
   };
   return source;
@@ -314,7 +315,7 @@ asio::awaitable<Result<std::optional<wire::FileAttr>>> commit_staged(Spokes::Sta
     if (auto parked = co_await std::move(op); !parked) co_return parked.error();
     co_return std::optional<wire::FileAttr>();
   }
-  co_return co_await send_staged(st, ns, std::move(sp));
+  co_return co_await send_staged(st, ns, std::move(sp), ns.pool);
 }
 
 // Where a change to entry `name` of spoke directory `dir` goes.
@@ -374,7 +375,7 @@ Result<int> staging_file(const std::string& data_dir) {
 }
 
 asio::awaitable<Result<std::optional<wire::FileAttr>>> send_staged(State& st, Namespace::Impl& ns,
-                                                                   std::shared_ptr<Staged> sp) {
+                                                                   std::shared_ptr<Staged> sp, asio::thread_pool& pool) {
   using Out = std::optional<wire::FileAttr>;
   Staged& s = *sp;
   Mount& m = *s.mount;
@@ -396,7 +397,7 @@ asio::awaitable<Result<std::optional<wire::FileAttr>>> send_staged(State& st, Na
     if (auto ok = may_change(m); !ok) co_return ok.error();
     // Cut as the hub cuts (the same chunker), on the blocking pool: it reads
     // and hashes the whole file.
-    auto cut = co_await offload(ns.pool, [&s, gen]() -> Result<std::vector<data::Chunk>> {
+    auto cut = co_await offload(pool, [&s, gen]() -> Result<std::vector<data::Chunk>> {
       std::shared_lock content(s.content);
       if (s.changes != gen) return Errc::busy;
       std::vector<data::Chunk> chunks;
@@ -415,7 +416,7 @@ asio::awaitable<Result<std::optional<wire::FileAttr>>> send_staged(State& st, Na
     if (!lacking) co_return make_error_code(errc_of_hub(lacking.error()));
     // The chunks the hub lacks go as data, the rest as references.
     Status failed;
-    auto source = commit_source(st, ns, sp, gen, *cut, *lacking, failed);
+    auto source = commit_source(st, pool, sp, gen, *cut, *lacking, failed);
     auto op = send_commit(m, m.hub_path(rel), base_ino, base_version, s.mode, source, failed);
     auto r = co_await std::move(op);
     if (!r && r.error() == make_error_code(Errc::busy) && again) continue;

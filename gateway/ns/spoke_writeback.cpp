@@ -234,7 +234,7 @@ asio::awaitable<Status> drain_one(State& st, Namespace::Impl& ns, std::shared_pt
     rel = s.rel;
     new_name = s.new_name;
   }
-  auto op = send_staged(st, ns, sp);
+  auto op = send_staged(st, ns, sp, st.background.pool);
   auto r = co_await std::move(op);
   if (!r && r.error() != make_error_code(Errc::conflict)) {
     std::lock_guard lock(m.mu);
