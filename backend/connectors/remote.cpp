@@ -349,9 +349,8 @@ class ConnectorRemote final : public hub::Remote {
         if (c.length > 0) lacking += (lacking.empty() ? "\"" : ",\"") + wire::to_hex(c.digest) + "\"";
         continue;
       }
-      auto read = co_await source.read(i);
+      const bool read = co_await source.read(i, [&](std::string_view chunk) { bytes += chunk; });
       if (!read) co_return hub::Error{hub::Error::Kind::aborted, 0, {}, "the commit's source could not read a chunk", {}};
-      bytes += *read;
     }
     if (!lacking.empty()) {
       hub::Error e = refused(422, "missing_chunks", "a source holds no chunks: send them as data");

@@ -158,9 +158,9 @@ asio::awaitable<std::tuple<error_code, error_code, bool>> stream_frames(
     if (!last) {
       const auto& c = source.chunks[i];
       if (c.as_data) {
-        auto bytes = co_await source.read(i);
-        if (!bytes) co_return std::tuple{error_code{}, error_code{}, true};
-        frames.data(c.digest, std::as_bytes(std::span(bytes->data(), bytes->size())));
+        const bool read = co_await source.read(
+            i, [&](std::string_view bytes) { frames.data(c.digest, std::as_bytes(std::span(bytes.data(), bytes.size()))); });
+        if (!read) co_return std::tuple{error_code{}, error_code{}, true};
       } else {
         frames.reference(c.digest, c.length);
       }

@@ -66,10 +66,13 @@ struct Listing {
 };
 
 // What a commit sends: the file's chunks in order, each as data or as a
-// reference to a chunk the remote holds. Data is read with read(i) as the
-// body reaches chunk i, so that a commit of any size holds a few chunks in
-// memory. read answers nullopt when it cannot (the source knows why): the
-// commit then fails with Error::Kind::aborted.
+// reference to a chunk the remote holds. Data is read with read(i, use)
+// as the body reaches chunk i, so that a commit of any size holds a few
+// chunks in memory: it reads the chunk and calls use(bytes) on the thread
+// it read it on (a thread of the source's choice: what use does, framing
+// and compressing the chunk, is CPU work), and answers false when it
+// cannot (the source knows why): the commit then fails with
+// Error::Kind::aborted.
 struct CommitSource {
   struct Chunk {
     wire::Digest digest{};
@@ -77,7 +80,7 @@ struct CommitSource {
     bool as_data = false;
   };
   std::vector<Chunk> chunks;
-  std::function<boost::asio::awaitable<std::optional<std::string>>(std::size_t)> read;
+  std::function<boost::asio::awaitable<bool>(std::size_t, const std::function<void(std::string_view)>&)> read;
 };
 
 // One answer of manifests(): a file's attributes and the manifest of its

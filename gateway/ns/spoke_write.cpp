@@ -203,31 +203,32 @@ asio::awaitable<Status> truncate(Spokes& spokes, Namespace::Impl& ns, const OpCo
 }
 
 // What a commit of staged file `sp`, cut into `chunks` at generation `gen`,
-// sends: the chunks in `lacking` as data, read (on `pool`) from the staged
-// file as the body reaches them, and cached (the writer's next read is
-// local); the rest as references. A read fails, with its reason in
-// `failed`, when the file was written since it was cut (Errc::busy) or
-// cannot be read.
+// sends: the chunks in `lacking` as data, read as the body reaches them and
+// framed on `pool`, then cached (the writer's next read is local); the rest
+// as references. A read fails, with its reason in `failed`, when the file
+// was written since it was cut (Errc::busy) or cannot be read.
 hub::CommitSource commit_source(Spokes::State& st, asio::thread_pool& pool, std::shared_ptr<Staged> sp,
                                 std::uint64_t gen, const std::vector<data::Chunk>& chunks,
                                 const std::vector<bool>& lacking, Status& failed) {
   hub::CommitSource source;
   source.chunks.reserve(chunks.size());
   for (std::size_t i = 0; i < chunks.size(); ++i) source.chunks.push_back({chunks[i].digest, chunks[i].length, lacking[i]});
-  source.read = [&st, &pool, sp, gen, &chunks, &failed](std::size_t i) -> asio::awaitable<std::optional<std::string>> {
-    auto bytes = co_await offload(pool, [&]() -> Result<std::string> {
-      std::shared_lock content(sp->content);
-      if (sp->changes != gen) return Errc::busy;
-      std::string out(chunks[i].length, '\0');
-      if (auto r = read_fully(sp->fd, chunks[i].offset, std::as_writable_bytes(std::span(out))); !r) return r.error();
-      st.chunks->put(chunks[i].digest, out);
-      return out;
+  source.read = [&st, &pool, sp, gen, &chunks, &failed](
+                    std::size_t i, const std::function<void(std::string_view)>& use) -> asio::awaitable<bool> {
+    auto read = co_await offload(pool, [&]() -> Status {
+      std::string bytes(chunks[i].length, '\0');
+      {
+        std::shared_lock content(sp->content);
+        if (sp->changes != gen) return Errc::busy;
+        if (auto r = read_fully(sp->fd, chunks[i].offset, std::as_writable_bytes(std::span(bytes))); !r)
+          return r.error();
+      }
+      use(bytes);
+      st.chunks->put(chunks[i].digest, std::move(bytes));
+      return {};
     });
-    if (!bytes) {
-      failed = bytes.error();
-      co_return std::nullopt;
-    }
-    co_return std::move(*bytes);
+    if (!read) failed = read.error();
+    co_return read.has_value();
   };
   return source;
 }

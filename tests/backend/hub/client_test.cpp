@@ -61,7 +61,10 @@ struct HeldChunk {
 CommitSource source_of(const std::vector<HeldChunk>& held) {
   CommitSource source;
   for (const auto& h : held) source.chunks.push_back({h.digest, h.length, !h.bytes.empty()});
-  source.read = [&held](std::size_t i) -> asio::awaitable<std::optional<std::string>> { co_return held[i].bytes; };
+  source.read = [&held](std::size_t i, const std::function<void(std::string_view)>& use) -> asio::awaitable<bool> {
+    use(held[i].bytes);
+    co_return true;
+  };
   return source;
 }
 
@@ -304,9 +307,10 @@ TEST_CASE("commits send only what the hub lacks; a stale base conflicts") {
   CHECK(joined == expect);
   // A source that fails part way commits nothing: the hub reads a body cut short.
   auto failing = source_of(big);
-  failing.read = [&big](std::size_t i) -> asio::awaitable<std::optional<std::string>> {
-    if (i == 9) co_return std::nullopt;
-    co_return big[i].bytes;
+  failing.read = [&big](std::size_t i, const std::function<void(std::string_view)>& use) -> asio::awaitable<bool> {
+    if (i == 9) co_return false;
+    use(big[i].bytes);
+    co_return true;
   };
   auto cut = loop.wait(c->commit("data/seed/cut.bin", 0, 0, 0644, failing));
   REQUIRE_FALSE(cut.has_value());
