@@ -792,7 +792,7 @@ Status Namespace::Impl::may_setattr(const OpContext& ctx, const Attr& a, const S
                   std::find(p.groups.begin(), p.groups.end(), *ch.gid) != p.groups.end())))
     return Errc::perm;
   if ((ch.atime_ns || ch.mtime_ns || ch.btime_ns || ch.ctime_ns) && !owner) return Errc::perm;
-  if ((ch.atime_now || ch.mtime_now) && !owner) return may(ctx, a, 2);
+  if ((ch.atime_now || ch.mtime_now || ch.dos_attributes) && !owner) return may(ctx, a, 2);
   return {};
 }
 
@@ -824,7 +824,7 @@ Result<Attr> Namespace::Impl::setattr(const OpContext& ctx, Ino ino, const SetAt
     if (!r) return r;
   }
   bool other = ch.mode || ch.uid || ch.gid || ch.atime_ns || ch.mtime_ns || ch.atime_now || ch.mtime_now ||
-               ch.btime_ns || ch.ctime_ns;
+               ch.btime_ns || ch.ctime_ns || ch.dos_attributes;
   if (!other) {
     auto r = txn_inode(*kv->begin(), ino);
     if (!r) return r.error();
@@ -843,6 +843,7 @@ Result<Attr> Namespace::Impl::setattr(const OpContext& ctx, Ino ino, const SetAt
     if (ch.atime_now) x.atime_ns = now;
     if (ch.mtime_now) x.mtime_ns = now;
     if (ch.btime_ns) x.btime_ns = *ch.btime_ns;
+    if (ch.dos_attributes) x.dos_attributes = *ch.dos_attributes;
     x.ctime_ns = ch.ctime_ns.value_or(now);
     x.change++;
     b.put_inode(*r);

@@ -74,7 +74,8 @@ std::string tagged(char tag, std::uint64_t a) {
 
 bool valid_type(std::uint8_t t) { return t >= 1 && t <= 3; }
 
-constexpr std::uint8_t kInodeFormat = 1;
+// 2 added Attr::dos_attributes; records of format 1 are read as 0.
+constexpr std::uint8_t kInodeFormat = 2;
 
 }  // namespace
 
@@ -152,6 +153,7 @@ std::string encode(const InodeRec& r) {
   put_be64(s, a.version);
   s.push_back(a.dirty ? 1 : 0);
   put_be64(s, a.change);
+  put_be32(s, a.dos_attributes);
   put_be64(s, r.fid);
   put_be64(s, r.parent);
   put_be64(s, r.next_cookie);
@@ -165,13 +167,13 @@ std::optional<InodeRec> decode_inode(Ino ino, std::string_view bytes) {
   Attr& a = r.attr;
   a.ino = ino;
   std::uint8_t format, type, dirty;
-  if (!in.u8(&format) || format != kInodeFormat || !in.u8(&type) || !valid_type(type)) return {};
+  if (!in.u8(&format) || (format != 1 && format != kInodeFormat) || !in.u8(&type) || !valid_type(type)) return {};
   a.type = static_cast<FileType>(type);
   if (!in.u32(&a.mode) || !in.u32(&a.nlink) || !in.u32(&a.uid) || !in.u32(&a.gid) ||
       !in.u64(&a.size) || !in.i64(&a.atime_ns) || !in.i64(&a.mtime_ns) || !in.i64(&a.ctime_ns) ||
       !in.i64(&a.btime_ns) || !in.u64(&a.generation) || !in.u64(&a.version) || !in.u8(&dirty) ||
-      !in.u64(&a.change) || !in.u64(&r.fid) || !in.u64(&r.parent) || !in.u64(&r.next_cookie) ||
-      !in.str(&r.target) || !in.done())
+      !in.u64(&a.change) || (format >= 2 && !in.u32(&a.dos_attributes)) || !in.u64(&r.fid) ||
+      !in.u64(&r.parent) || !in.u64(&r.next_cookie) || !in.str(&r.target) || !in.done())
     return {};
   a.dirty = dirty != 0;
   return r;

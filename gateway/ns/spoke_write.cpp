@@ -971,8 +971,9 @@ Task<Attr> Spokes::setattr(const OpContext& ctx, Ino ino, const SetAttr& changes
   if (!a) co_return a.error();
   if (changes.guard_ctime_ns && *changes.guard_ctime_ns != a->ctime_ns) co_return Errc::conflict;
   if (auto s = ns_.may_setattr(ctx, *a, changes); !s) co_return s.error();
-  // The hub protocol carries no creation or change time: those of the
-  // hub's file stay (a client setting them alone is answered with them).
+  // The hub protocol carries no creation or change time and no DOS
+  // attributes: those of the hub's file stay (a client setting them alone
+  // is answered with them).
   hub::SetAttrs to_hub;
   to_hub.mode = changes.mode;
   to_hub.uid = changes.uid;

@@ -41,6 +41,10 @@ struct Attr {
   // Bumped by every change to the inode (data or attributes): an NFS change
   // attribute, a cheap validator for caches.
   std::uint64_t change = 0;
+  // The attributes SMB clients keep on a file (Windows' read-only, hidden,
+  // system, archive, ...), stored as set and not interpreted here; 0: never
+  // set (the protocol shows its default).
+  std::uint32_t dos_attributes = 0;
 };
 
 // Fields to change; absent fields stay. Times may be set to "now".
@@ -57,6 +61,8 @@ struct SetAttr {
   // source's). Without a ctime the change sets it to now, as POSIX does.
   std::optional<std::int64_t> btime_ns;
   std::optional<std::int64_t> ctime_ns;
+  // Attr::dos_attributes: the owner, or a caller who may write the file.
+  std::optional<std::uint32_t> dos_attributes;
   // NFS SETATTR guard: fail with Errc::conflict unless ctime still equals this.
   std::optional<std::int64_t> guard_ctime_ns;
 };

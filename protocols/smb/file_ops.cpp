@@ -26,7 +26,17 @@ namespace option {
 inline constexpr std::uint32_t directory = 0x1;
 inline constexpr std::uint32_t non_directory = 0x40;
 inline constexpr std::uint32_t delete_on_close = 0x1000;
+// Options a server refuses (MS-SMB2 3.3.5.9): reserved bits, and those it
+// does not support (tree connection, open by file id, reserve opfilter).
+inline constexpr std::uint32_t reserved = 0xFF000000;
+inline constexpr std::uint32_t unsupported = 0x00102080;
 }  // namespace option
+// File attributes no CREATE may ask for: VOLUME, DEVICE, INTEGRITY_STREAM
+// and the undefined bits (MS-FSCC 2.6; Windows answers INVALID_PARAMETER).
+constexpr std::uint32_t kInvalidAttributes = 0xFFFF8048;
+// Access bits that are reserved (Windows denies them); ACCESS_SYSTEM_SECURITY
+// needs a privilege no SMB user of ours holds.
+constexpr std::uint32_t kReservedAccess = 0x0CE0FE00;
 namespace action {
 inline constexpr std::uint32_t superseded = 0, opened = 1, created = 2, overwritten = 3;
 }
@@ -59,6 +69,22 @@ constexpr bool valid_range(std::uint64_t offset, std::uint64_t length) {
 constexpr bool reads_data(std::uint32_t a) { return (a & (access::read_data | access::execute)) != 0; }
 constexpr bool writes_data(std::uint32_t a) { return (a & (access::write_data | access::append_data)) != 0; }
 
+// Windows' rules for opening an existing file by its DOS attributes
+// (MS-FSA 2.1.5.1.2): a read-only file is not written or deleted (granted
+// loses the write rights MAXIMUM_ALLOWED gave), and a hidden or system file
+// is overwritten only by a create that keeps that attribute. 0: allowed.
+std::uint32_t may_open_as_dos(const ns::Attr& a, std::uint32_t desired, std::uint32_t options, bool truncate,
+                              std::uint32_t file_attributes, std::uint32_t& granted) {
+  if (read_only(a)) {
+    if (desired & access::maximum_allowed) granted &= ~(access::write_data | access::append_data);
+    if (writes_data(granted) || truncate) return status::access_denied;
+    if (options & option::delete_on_close) return status::cannot_delete;
+  }
+  const std::uint32_t kept = dos_attributes(a) & (attribute::hidden | attribute::system);
+  if (truncate && (kept & ~file_attributes)) return status::access_denied;
+  return 0;
+}
+
 }  // namespace
 
 Connection::Task Connection::on_create(Request& r) {
@@ -70,7 +96,7 @@ Connection::Task Connection::on_create(Request& r) {
   b.u64();
   b.u64();
   const std::uint32_t desired = b.u32();
-  b.u32();  // file attributes: DOS attributes are not stored
+  const std::uint32_t file_attributes = b.u32();
   const std::uint32_t share_access = b.u32();
   const std::uint32_t disp = b.u32();
   const std::uint32_t options = b.u32();
@@ -86,6 +112,15 @@ Connection::Task Connection::on_create(Request& r) {
       ((options & option::directory) && (options & option::non_directory))) {
     co_return error(status::invalid_parameter);
   }
+  // In Windows' order: the access asked for, then options and attributes.
+  if (desired & kReservedAccess) co_return error(status::access_denied);
+  if (desired & access::system_security) co_return error(status::privilege_not_held);
+  if (((options & option::directory) && (file_attributes & attribute::temporary)) ||  // MS-FSA 2.1.5.1
+      (options & option::reserved) || (file_attributes & kInvalidAttributes))
+    co_return error(status::invalid_parameter);
+  if (options & option::unsupported) co_return error(status::not_supported);
+  // Nothing is encrypted per file here: as a standalone Windows server, no.
+  if (file_attributes & attribute::encrypted) co_return error(status::access_denied);
   if (impersonation > 3) co_return error(status::bad_impersonation_level);
   if (r.tree->ipc) co_return error(status::object_name_not_found);  // no named pipes
   SplitPath path = split_path(*name);
@@ -95,7 +130,7 @@ Connection::Task Connection::on_create(Request& r) {
 
   const ns::OpContext ctx = context(r);
   const bool writable = r.tree->export_access.access == ns::Access::read_write;
-  const std::uint32_t granted = granted_access(desired, writable);
+  std::uint32_t granted = granted_access(desired, writable);
   if (granted == 0) co_return error(status::access_denied);
   if (!writable && (granted & kWriteAccess)) co_return error(status::access_denied);
   if ((options & option::delete_on_close) && !(granted & access::delete_)) co_return error(status::access_denied);
@@ -127,6 +162,8 @@ Connection::Task Connection::on_create(Request& r) {
       attr = *existing;
       truncate = disp == disposition::supersede || disp == disposition::overwrite ||
                  disp == disposition::overwrite_if;
+      if (auto refused = may_open_as_dos(attr, desired, options, truncate, file_attributes, granted))
+        co_return error(refused);
     } else {
       if (disp == disposition::open || disp == disposition::overwrite) co_return error(status::object_name_not_found);
       ns::Result<ns::Attr> made = make_error_code(ns::Errc::invalid);
@@ -163,6 +200,17 @@ Connection::Task Connection::on_create(Request& r) {
   if (!directory && (options & option::directory)) co_return error(status::not_a_directory);
   if (directory && truncate) co_return error(status::invalid_parameter);
   if (truncate && !writable) co_return error(status::access_denied);
+  // The attributes asked for: a new file's, or an overwritten one's.
+  if ((created || truncate) && ((file_attributes & attribute::settable & ~attribute::archive) || attr.dos_attributes)) {
+    ns::SetAttr change;
+    change.dos_attributes = stored_attributes(file_attributes | (directory ? 0 : attribute::archive));
+    auto set = co_await server_->ns.setattr(ctx, attr.ino, change);
+    if (!set) {
+      if (opened) co_await server_->ns.release(ctx, *opened);
+      co_return error(to_status(set.error()));
+    }
+    attr = *set;
+  }
 
   const std::uint64_t id = server_->next_file.fetch_add(1);
   OpenTable::Where where{path.names.empty() ? 0 : walked.dir, path.names.empty() ? "" : path.names.back()};

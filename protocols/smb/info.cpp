@@ -49,7 +49,8 @@ void put_basic(Writer& w, const ns::Attr& a) {
 void put_standard(Writer& w, const ns::Attr& a, bool delete_pending) {
   w.u64(allocation(a));
   w.u64(end_of_file(a));
-  w.u32(std::max<std::uint32_t>(a.nlink, 1));
+  // A name about to go counts no more (as Windows and Samba show it).
+  w.u32(delete_pending ? std::max<std::uint32_t>(a.nlink, 1) - 1 : std::max<std::uint32_t>(a.nlink, 1));
   w.u8(delete_pending ? 1 : 0);
   w.u8(a.type == ns::FileType::directory ? 1 : 0);
   w.u16(0);
@@ -304,10 +305,14 @@ Connection::Task Connection::on_set_info(Request& r) {
       const std::uint64_t accessed = in.u64();
       const std::uint64_t written = in.u64();
       const std::uint64_t changed = in.u64();
-      in.u32();
+      const std::uint32_t attributes = in.u32();
       if (!in.ok() || buffer->size() < 36) co_return error(status::info_length_mismatch);
       if (!(o->access & access::write_attributes)) co_return error(status::access_denied);
+      // MS-FSA 2.1.5.14.2: no DIRECTORY on a file, no TEMPORARY on a directory.
+      if ((!o->directory && (attributes & attribute::directory)) || (o->directory && (attributes & attribute::temporary)))
+        co_return error(status::invalid_parameter);
       ns::SetAttr change;
+      if (attributes) change.dos_attributes = stored_attributes(attributes);
       // 0 leaves a time as it is; -1 and -2 (freeze and unfreeze) as well.
       auto settable = [](std::uint64_t t) { return t != 0 && t < 0xFFFFFFFFFFFFFFFEull; };
       // A time the namespace cannot hold is refused, not stored wrapped.
@@ -317,7 +322,7 @@ Connection::Task Connection::on_set_info(Request& r) {
         *to = unix_ns(t);
         if (!*to) co_return error(status::invalid_parameter);
       }
-      if (change.btime_ns || change.atime_ns || change.mtime_ns || change.ctime_ns) {
+      if (change.btime_ns || change.atime_ns || change.mtime_ns || change.ctime_ns || change.dos_attributes) {
         auto s = co_await server_->ns.setattr(ctx, o->ino, change);
         if (!s) co_return error(to_status(s.error()));
       }
@@ -348,6 +353,11 @@ Connection::Task Connection::on_set_info(Request& r) {
       if (!in.ok()) co_return error(status::info_length_mismatch);
       if (!(o->access & access::delete_) || !writable) co_return error(status::access_denied);
       if (o->path.empty()) co_return error(status::cannot_delete);  // the share root
+      if (doomed && !o->directory) {
+        auto a = co_await server_->ns.getattr(ctx, o->ino);
+        if (!a) co_return error(to_status(a.error()));
+        if (read_only(*a)) co_return error(status::cannot_delete);
+      }
       if (doomed && o->directory) {
         auto page = co_await server_->ns.readdir(ctx, o->ino, 0, 1, false);
         if (!page) co_return error(to_status(page.error()));

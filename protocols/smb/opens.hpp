@@ -29,6 +29,7 @@ inline constexpr std::uint32_t read_control = 0x20000;
 inline constexpr std::uint32_t write_dac = 0x40000;
 inline constexpr std::uint32_t write_owner = 0x80000;
 inline constexpr std::uint32_t synchronize = 0x100000;
+inline constexpr std::uint32_t system_security = 0x01000000;
 inline constexpr std::uint32_t maximum_allowed = 0x02000000;
 inline constexpr std::uint32_t generic_all = 0x10000000;
 inline constexpr std::uint32_t generic_execute = 0x20000000;

@@ -48,6 +48,7 @@ inline constexpr std::uint32_t not_a_directory = 0xC0000103;
 inline constexpr std::uint32_t name_too_long = 0xC0000106;
 inline constexpr std::uint32_t cancelled = 0xC0000120;
 inline constexpr std::uint32_t cannot_delete = 0xC0000121;
+inline constexpr std::uint32_t privilege_not_held = 0xC0000061;
 inline constexpr std::uint32_t file_closed = 0xC0000128;
 inline constexpr std::uint32_t fs_driver_required = 0xC000019C;
 inline constexpr std::uint32_t user_session_deleted = 0xC0000203;

@@ -130,6 +130,18 @@ NS_TEST("setattr") {
     CHECK(f.err(ns.setattr(other, a.ino, SetAttr{.ctime_ns = 1})) == Errc::perm);
     CHECK(f.ok(ns.getattr(cx, a.ino)).btime_ns == btime);
   }
+  SUBCASE("DOS attributes are kept as set, by a caller who may write, across a restart") {
+    CHECK(a.dos_attributes == 0);
+    const Attr r = f.ok(ns.setattr(cx, a.ino, SetAttr{.dos_attributes = 0x2}));
+    CHECK(r.dos_attributes == 0x2);
+    CHECK(r.change > a.change);
+    const OpContext other = context_for(Principal{.user = "other", .uid = 4321, .gid = 4321}, cx.export_access);
+    CHECK(f.err(ns.setattr(other, a.ino, SetAttr{.dos_attributes = 0x1})) == Errc::access);
+    f.ok(ns.setattr(cx, a.ino, SetAttr{.mode = 0666}));
+    CHECK(f.ok(ns.setattr(other, a.ino, SetAttr{.dos_attributes = 0x3})).dos_attributes == 0x3);
+    f.reopen();
+    CHECK(f.ok(f.ns().getattr(cx, a.ino)).dos_attributes == 0x3);
+  }
   SUBCASE("times set to now") {
     f.ok(ns.setattr(cx, a.ino, SetAttr{.atime_ns = 1, .mtime_ns = 2}));
     const std::int64_t before = now_ns();

@@ -28,6 +28,7 @@ STATUS_END_OF_FILE = 0xC0000011
 NEGOTIATE, SESSION_SETUP, LOGOFF, TREE_CONNECT, TREE_DISCONNECT, CREATE, CLOSE, FLUSH, READ, WRITE = range(10)
 ECHO = 13
 QUERY_INFO = 16
+SET_INFO = 17
 
 
 def md4(data):
@@ -221,13 +222,13 @@ class Client:
         return r
 
     @staticmethod
-    def create_body(name, disposition=3, options=0x40, access=0x0012019F):
+    def create_body(name, disposition=3, options=0x40, access=0x0012019F, attributes=0x80):
         n = name.encode("utf-16le")
-        return struct.pack("<HBBIQQIIIIIHHII", 57, 0, 0, 2, 0, 0, access, 0x80, 7, disposition, options,
+        return struct.pack("<HBBIQQIIIIIHHII", 57, 0, 0, 2, 0, 0, access, attributes, 7, disposition, options,
                            64 + 56, len(n), 0, 0) + (n or b"\0")
 
-    def create(self, name, disposition=3, options=0x40, access=0x0012019F, **kw):
-        r = self.request(CREATE, self.create_body(name, disposition, options, access), **kw)
+    def create(self, name, disposition=3, options=0x40, access=0x0012019F, attributes=0x80, **kw):
+        r = self.request(CREATE, self.create_body(name, disposition, options, access, attributes), **kw)
         file_id = r.body[64:80] if r.status == STATUS_SUCCESS else None
         return r, file_id
 
@@ -249,6 +250,11 @@ class Client:
         r = self.request(QUERY_INFO, body, **kw)
         offset, size = struct.unpack_from("<HI", r.body, 2) if len(r.body) >= 8 else (0, 0)
         return r, r.raw[offset:offset + size] if r.status in (STATUS_SUCCESS, 0x80000005) else b""
+
+    def set_info(self, file_id, info_class, data, info_type=1, **kw):
+        """SET_INFO of a file class (info_type 1) to `data`."""
+        body = struct.pack("<HBBIHHI16s", 33, info_type, info_class, len(data), 64 + 32, 0, 0, file_id) + data
+        return self.request(SET_INFO, body, **kw)
 
     def echo(self, **kw):
         return self.request(ECHO, struct.pack("<HH", 4, 0), **kw)

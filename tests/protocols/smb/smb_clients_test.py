@@ -241,6 +241,22 @@ class SmbclientTest(unittest.TestCase):
             self.assertRegex(info, r"%s:\s+\w+ Jan  2 03:04:05 %d UTC" % (field, year))
         smbclient('rm notes.txt; rm "Short Names Dir\\Quarterly Report.xlsx"; rmdir "Short Names Dir"')
 
+    def test_dos_attributes(self):
+        """setmode's attributes show in ls and allinfo; a read-only file is
+        neither overwritten nor deleted until the attribute is cleared."""
+        src = self.dir / "attr.bin"
+        random_file(src, 1000, 5)
+        smbclient("put %s attr.bin; setmode attr.bin +rh" % src)
+        self.assertRegex(smbclient("ls attr.bin"), r"attr\.bin\s+AHR\s+1000 ")
+        self.assertRegex(smbclient("allinfo attr.bin"), r"attributes: \w+ \(23\)")  # READONLY HIDDEN ARCHIVE
+        self.assertIn("NT_STATUS_ACCESS_DENIED", smbclient("put %s attr.bin" % src, check=False))
+        self.assertIn("NT_STATUS_CANNOT_DELETE", smbclient("rm attr.bin", check=False))
+        smbclient("setmode attr.bin -r; get attr.bin %s" % (self.dir / "attr.back"))
+        self.assertTrue(filecmp.cmp(src, self.dir / "attr.back", shallow=False))
+        self.assertRegex(smbclient("ls attr.bin"), r"attr\.bin\s+AH\s+1000 ")
+        smbclient("rm attr.bin")
+        self.assertNotIn("attr.bin", smbclient("ls"))
+
     def test_wrong_password_and_share(self):
         out = smbclient("ls", password="not-the-password", check=False)
         self.assertIn("NT_STATUS_LOGON_FAILURE", out)
@@ -498,6 +514,61 @@ class BadInputTest(unittest.TestCase):
         r, _ = c.query_info(fid, 48)  # FileNormalizedNameInformation
         self.assertEqual(r.status, 0xC00000BB)  # STATUS_NOT_SUPPORTED
         c.close_file(fid)
+        c.close()
+
+    def test_bad_create_options_attributes_and_access(self):
+        # As Windows: reserved access bits are ACCESS_DENIED, the audit right
+        # a privilege nobody holds here; then reserved options, VOLUME,
+        # DEVICE and undefined attributes, and TEMPORARY on a directory, are
+        # INVALID_PARAMETER; options for what is not supported NOT_SUPPORTED;
+        # an encrypted file ACCESS_DENIED. Nothing is created.
+        c = self.login()
+        for kw, status in (({"access": 0x08000000}, smb2_raw.STATUS_ACCESS_DENIED),
+                           ({"access": 0x00000200}, smb2_raw.STATUS_ACCESS_DENIED),
+                           ({"access": 0x01000000}, 0xC0000061),  # PRIVILEGE_NOT_HELD
+                           ({"options": 0x10000040}, smb2_raw.STATUS_INVALID_PARAMETER),
+                           ({"attributes": 0x8}, smb2_raw.STATUS_INVALID_PARAMETER),
+                           ({"attributes": 0x40}, smb2_raw.STATUS_INVALID_PARAMETER),
+                           ({"attributes": 0x10000}, smb2_raw.STATUS_INVALID_PARAMETER),
+                           ({"options": 0x1, "attributes": 0x100}, smb2_raw.STATUS_INVALID_PARAMETER),
+                           ({"options": 0x2040}, 0xC00000BB),  # open by file id: NOT_SUPPORTED
+                           ({"attributes": 0x4000}, smb2_raw.STATUS_ACCESS_DENIED)):
+            with self.subTest(**kw):
+                r, _ = c.create("refused.bin", disposition=2, **kw)
+                self.assertEqual(r.status, status, hex(r.status))
+        r, _ = c.create("refused.bin", disposition=1)
+        self.assertEqual(r.status, smb2_raw.STATUS_OBJECT_NAME_NOT_FOUND)
+        c.close()
+
+    def test_dos_attributes(self):
+        # A file made HIDDEN keeps it; DIRECTORY on a file is refused and
+        # changes nothing; READ_ONLY keeps the file from being written or
+        # deleted until it is cleared (MS-FSA).
+        c = self.login()
+        r, fid = c.create("attributes.txt", disposition=2, attributes=0x2)
+        self.assertEqual(r.status, 0)
+        self.assertEqual(struct.unpack_from("<I", r.body, 56)[0], 0x22)  # HIDDEN | ARCHIVE
+        basic = lambda attributes: struct.pack("<QQQQII", 0, 0, 0, 0, attributes, 0)  # noqa: E731
+        self.assertEqual(c.set_info(fid, 4, basic(0x10)).status, smb2_raw.STATUS_INVALID_PARAMETER)
+        self.assertEqual(c.set_info(fid, 4, basic(0x1)).status, 0)  # READ_ONLY
+        r, info = c.query_info(fid, 4)  # FileBasicInformation
+        self.assertEqual(struct.unpack_from("<I", info, 32)[0], 0x1)
+        c.close_file(fid)
+        r, _ = c.create("attributes.txt", disposition=1, access=0x2)  # FILE_WRITE_DATA
+        self.assertEqual(r.status, smb2_raw.STATUS_ACCESS_DENIED)
+        r, _ = c.create("attributes.txt", disposition=1, access=0x10000, options=0x1040)  # delete on close
+        self.assertEqual(r.status, 0xC0000121)  # CANNOT_DELETE
+        r, fid = c.create("attributes.txt", disposition=1, access=0x180)  # FILE_{READ,WRITE}_ATTRIBUTES
+        self.assertEqual(r.status, 0)
+        self.assertEqual(c.set_info(fid, 4, basic(0x80)).status, 0)  # NORMAL: none
+        r, info = c.query_info(fid, 4)
+        self.assertEqual(struct.unpack_from("<I", info, 32)[0], 0x80)
+        c.close_file(fid)
+        r, fid = c.create("attributes.txt", disposition=1, access=0x10000, options=0x1040)
+        self.assertEqual(r.status, 0)
+        c.close_file(fid)
+        r, _ = c.create("attributes.txt", disposition=1)
+        self.assertEqual(r.status, smb2_raw.STATUS_OBJECT_NAME_NOT_FOUND)
         c.close()
 
     def test_chain_without_a_session(self):
