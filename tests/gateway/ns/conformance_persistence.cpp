@@ -2,6 +2,7 @@
 // everything it had, and the NFS-style (ino, generation) names still name the
 // same files.
 #include "fixture.hpp"
+#include "gateway/ns/records.hpp"
 
 namespace weft::ns::test {
 namespace {
@@ -81,6 +82,34 @@ NS_TEST("reopen: everything persists and handles stay stable") {
   f.close();
   CHECK(f.err(ns.getattr(cx, kRootIno)) == Errc::unavailable);
   CHECK(f.err(ns.create(cx, kRootIno, "late", 0644, CreateMode::exclusive)) == Errc::unavailable);
+}
+
+TEST_CASE("an inode record of format 1, written before DOS attributes were kept, reads with none") {
+  rec::InodeRec r;
+  r.attr.ino = 7;
+  r.attr.mode = 0640;
+  r.attr.size = 12345;
+  r.attr.change = 9;
+  r.attr.dos_attributes = 0x2;
+  r.fid = 77;
+  r.parent = 1;
+  const std::string now = rec::encode(r);
+  // Format 1: the same but its first byte, and without the 4 bytes of
+  // attributes after the change counter (at byte 83).
+  std::string before = now;
+  before[0] = 1;
+  before.erase(83, 4);
+  const auto old_record = rec::decode_inode(7, before);
+  REQUIRE(old_record.has_value());
+  CHECK(old_record->attr.dos_attributes == 0);
+  CHECK(old_record->attr.size == 12345);
+  CHECK(old_record->attr.change == 9);
+  CHECK(old_record->fid == 77);
+  CHECK(old_record->parent == 1);
+  const auto new_record = rec::decode_inode(7, now);
+  REQUIRE(new_record.has_value());
+  CHECK(new_record->attr.dos_attributes == 0x2);
+  CHECK_FALSE(rec::decode_inode(7, now.substr(0, now.size() - 1)).has_value());
 }
 
 TEST_SUITE_END();
