@@ -396,8 +396,8 @@ asio::awaitable<Result<std::optional<wire::FileAttr>>> send_staged(State& st, Na
       dir = s.dir;
     }
     if (auto ok = may_change(m); !ok) co_return ok.error();
-    // Cut as the hub cuts (the same chunker), on the blocking pool: it reads
-    // and hashes the whole file.
+    // Cut as the hub cuts (the same chunker), on `pool`: it reads and
+    // hashes the whole file.
     auto cut = co_await offload(pool, [&s, gen]() -> Result<std::vector<data::Chunk>> {
       std::shared_lock content(s.content);
       if (s.changes != gen) return Errc::busy;
