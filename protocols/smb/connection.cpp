@@ -474,7 +474,7 @@ std::optional<Bytes> Connection::decrypt(std::span<std::uint8_t> frame, std::uin
   auto it = sessions_.find(*session_id);
   if (it == sessions_.end() || !it->second->valid) return std::nullopt;
   Bytes plain(frame.begin() + kTransformSize, frame.end());
-  const std::size_t nonce_len = cipher_ == Cipher::aes128_gcm ? 12 : 11;
+  const std::size_t nonce_len = nonce_length(cipher_);
   if (!aead_decrypt(cipher_, it->second->decryption_key, nonce.first(nonce_len), frame.subspan(20, 32), plain,
                     std::span<const std::uint8_t, 16>(tag.data(), 16))) {
     return std::nullopt;
@@ -487,7 +487,7 @@ Bytes Connection::encrypt(const Session& s, ByteView plain) const {
   w.u32(kProtocolTransform);
   w.zeros(16);
   std::array<std::uint8_t, 16> nonce{};
-  const std::size_t nonce_len = cipher_ == Cipher::aes128_gcm ? 12 : 11;
+  const std::size_t nonce_len = nonce_length(cipher_);
   // A random nonce per message: 88 or 96 bits make a repeat under one key
   // negligible for any session's lifetime.
   random_bytes(std::span(nonce).first(nonce_len));

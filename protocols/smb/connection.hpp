@@ -108,8 +108,8 @@ struct Session {
   bool signing = false;
   bool encrypt = false;
   Key16 signing_key{};
-  Key16 encryption_key{};  // server to client
-  Key16 decryption_key{};  // client to server
+  CipherKey encryption_key{};  // server to client (key_length of the connection's cipher)
+  CipherKey decryption_key{};  // client to server
   ns::Principal principal;
   std::map<std::uint32_t, std::shared_ptr<Tree>> trees;
   std::uint32_t next_tree = 1;

@@ -169,14 +169,14 @@ Digest16 md5(std::initializer_list<ByteView> parts) { return digest<16>(EVP_md5(
 
 Hash512 sha512(std::initializer_list<ByteView> parts) { return digest<64>(EVP_sha512(), parts); }
 
-Key16 smb3_kdf(ByteView session_key, ByteView label, ByteView context) {
+void smb3_kdf(ByteView session_key, ByteView label, ByteView context, std::span<std::uint8_t> out) {
   static constexpr std::uint8_t kCounter[4] = {0, 0, 0, 1};
   static constexpr std::uint8_t kSeparator[1] = {0};
-  static constexpr std::uint8_t kLength[4] = {0, 0, 0, 128};
-  auto full = hmac_sha256(session_key, {kCounter, label, kSeparator, context, kLength});
-  Key16 out;
-  std::memcpy(out.data(), full.data(), out.size());
-  return out;
+  const std::uint32_t bits = static_cast<std::uint32_t>(out.size() * 8);
+  const std::uint8_t length[4] = {static_cast<std::uint8_t>(bits >> 24), static_cast<std::uint8_t>(bits >> 16),
+                                  static_cast<std::uint8_t>(bits >> 8), static_cast<std::uint8_t>(bits)};
+  auto full = hmac_sha256(session_key, {kCounter, label, kSeparator, context, length});
+  std::memcpy(out.data(), full.data(), std::min(out.size(), full.size()));
 }
 
 bool rc4(ByteView key, std::span<std::uint8_t> data) {
@@ -196,10 +196,12 @@ bool rc4(ByteView key, std::span<std::uint8_t> data) {
 
 namespace {
 
-bool aead(bool encrypt, Cipher c, const Key16& key, ByteView nonce, ByteView aad,
+bool aead(bool encrypt, Cipher c, const CipherKey& key, ByteView nonce, ByteView aad,
           std::span<std::uint8_t> data, std::uint8_t* tag) {
-  const bool ccm = c == Cipher::aes128_ccm;
-  const EVP_CIPHER* cipher = ccm ? EVP_aes_128_ccm() : EVP_aes_128_gcm();
+  const bool ccm = !is_gcm(c);
+  const bool wide = key_length(c) == 32;
+  const EVP_CIPHER* cipher = ccm ? (wide ? EVP_aes_256_ccm() : EVP_aes_128_ccm())
+                                 : (wide ? EVP_aes_256_gcm() : EVP_aes_128_gcm());
   std::unique_ptr<EVP_CIPHER_CTX, MacFree> ctx(EVP_CIPHER_CTX_new());
   if (!ctx || !EVP_CipherInit_ex(ctx.get(), cipher, nullptr, nullptr, nullptr, encrypt)) return false;
   const int ivlen_ctrl = ccm ? EVP_CTRL_CCM_SET_IVLEN : EVP_CTRL_GCM_SET_IVLEN;
@@ -222,12 +224,12 @@ bool aead(bool encrypt, Cipher c, const Key16& key, ByteView nonce, ByteView aad
 
 }  // namespace
 
-bool aead_encrypt(Cipher c, const Key16& key, ByteView nonce, ByteView aad,
+bool aead_encrypt(Cipher c, const CipherKey& key, ByteView nonce, ByteView aad,
                   std::span<std::uint8_t> data, std::span<std::uint8_t, 16> tag) {
   return aead(true, c, key, nonce, aad, data, tag.data());
 }
 
-bool aead_decrypt(Cipher c, const Key16& key, ByteView nonce, ByteView aad,
+bool aead_decrypt(Cipher c, const CipherKey& key, ByteView nonce, ByteView aad,
                   std::span<std::uint8_t> data, std::span<const std::uint8_t, 16> tag) {
   std::array<std::uint8_t, 16> t;
   std::memcpy(t.data(), tag.data(), 16);

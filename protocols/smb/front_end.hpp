@@ -3,7 +3,7 @@
 // exports as shares (the default export "data" is the share "data") and
 // IPC$ for clients that probe it. Users log in with NTLMv2 (SPNEGO or raw
 // NTLMSSP) against the namespace's user table; signing is required by
-// default; SMB 3.x encryption (AES-128-CCM/GCM) is used when a client asks
+// default; SMB 3.x encryption (AES-128-CCM/GCM, and on 3.1.1 AES-256) is used when a client asks
 // for it and can be required for every session.
 //
 // Every request is a metrics sample per command (weft_smb_requests_total,

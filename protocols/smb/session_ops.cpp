@@ -181,7 +181,7 @@ Connection::Task Connection::on_negotiate(Request& r) {
         for (std::uint16_t k = 0; k < n; ++k) offered.push_back(d.u16());
         // The client's order is its preference; take the first we have.
         for (std::uint16_t id : offered) {
-          if (id == static_cast<std::uint16_t>(Cipher::aes128_gcm) || id == static_cast<std::uint16_t>(Cipher::aes128_ccm)) {
+          if (id >= static_cast<std::uint16_t>(Cipher::aes128_ccm) && id <= static_cast<std::uint16_t>(Cipher::aes256_gcm)) {
             cipher = static_cast<Cipher>(id);
             break;
           }
@@ -338,12 +338,14 @@ Connection::Task Connection::on_session_setup(Request& r) {
   if (dialect_ >= dialect::smb300) {
     if (dialect_ == dialect::smb311) {
       s->signing_key = smb3_kdf(*key, label("SMBSigningKey"), s->preauth);
-      s->encryption_key = smb3_kdf(*key, label("SMBS2CCipherKey"), s->preauth);
-      s->decryption_key = smb3_kdf(*key, label("SMBC2SCipherKey"), s->preauth);
+      // AES-256 keys are 256 bits of the KDF (MS-SMB2 3.3.5.5.3).
+      const std::size_t n = key_length(cipher_);
+      smb3_kdf(*key, label("SMBS2CCipherKey"), s->preauth, std::span(s->encryption_key).first(n));
+      smb3_kdf(*key, label("SMBC2SCipherKey"), s->preauth, std::span(s->decryption_key).first(n));
     } else {
       s->signing_key = smb3_kdf(*key, label("SMB2AESCMAC"), label("SmbSign"));
-      s->encryption_key = smb3_kdf(*key, label("SMB2AESCCM"), label("ServerOut"));
-      s->decryption_key = smb3_kdf(*key, label("SMB2AESCCM"), label("ServerIn "));
+      smb3_kdf(*key, label("SMB2AESCCM"), label("ServerOut"), std::span(s->encryption_key).first(16));
+      smb3_kdf(*key, label("SMB2AESCCM"), label("ServerIn "), std::span(s->decryption_key).first(16));
     }
   } else {
     s->signing_key = *key;

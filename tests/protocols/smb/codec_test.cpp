@@ -261,20 +261,32 @@ TEST_CASE("crypto primitives against published vectors") {
     iv[0] ^= 1;
     CHECK(aes_gmac(gk, iv, {aad}) != tag);
   }
-  // AEAD round trip and tamper detection, both ciphers.
-  for (Cipher c : {Cipher::aes128_ccm, Cipher::aes128_gcm}) {
+  // AES-256-GCM: NIST's GCM test case 14 (a zero key, nonce and block).
+  {
+    const CipherKey zero{};
+    Bytes block(16, 0);
+    std::array<std::uint8_t, 16> tag{};
+    REQUIRE(aead_encrypt(Cipher::aes256_gcm, zero, Bytes(12, 0), {}, block, tag));
+    CHECK(block == hex("cea7403d4d606b6e074ec5d3baf39d18"));
+    CHECK(Bytes(tag.begin(), tag.end()) == hex("d0d1c8a799996bf0265b98b5d48ab919"));
+  }
+  // AEAD round trip and tamper detection, every cipher.
+  CipherKey wide{};
+  std::copy(k.begin(), k.end(), wide.begin());
+  std::copy(k.begin(), k.end(), wide.begin() + 16);
+  for (Cipher c : {Cipher::aes128_ccm, Cipher::aes128_gcm, Cipher::aes256_ccm, Cipher::aes256_gcm}) {
     Bytes data = hex("00112233445566778899");
     const Bytes plain = data;
-    const Bytes nonce(c == Cipher::aes128_gcm ? 12 : 11, 7);
+    const Bytes nonce(nonce_length(c), 7);
     const Bytes aad(32, 1);
     std::array<std::uint8_t, 16> tag{};
-    REQUIRE(aead_encrypt(c, k, nonce, aad, data, tag));
+    REQUIRE(aead_encrypt(c, wide, nonce, aad, data, tag));
     CHECK(data != plain);
     Bytes copy = data;
-    CHECK(aead_decrypt(c, k, nonce, aad, copy, tag));
+    CHECK(aead_decrypt(c, wide, nonce, aad, copy, tag));
     CHECK(copy == plain);
     tag[0] ^= 1;
-    CHECK_FALSE(aead_decrypt(c, k, nonce, aad, data, tag));
+    CHECK_FALSE(aead_decrypt(c, wide, nonce, aad, data, tag));
   }
   // RC4 (legacy provider): RFC 6229 key 0x0102030405, first bytes of keystream.
   Bytes stream(8, 0);

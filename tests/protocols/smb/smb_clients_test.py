@@ -105,13 +105,14 @@ def tearDownModule():
 
 
 def smbclient(commands, dialect="SMB3_11", protection="sign", password=None, share="data", timeout=300,
-              cwd=None, check=True):
-    """Runs smbclient with signing (or encryption) required; returns its output."""
+              cwd=None, check=True, options=()):
+    """Runs smbclient with signing (or encryption) required, and smb.conf
+    `options` ("name=value"); returns its output."""
     if not shutil.which("smbclient"):
         skip("smbclient is not installed")
     cmd = ["smbclient", "//%s/%s" % (GW.host, share), "-p", str(GW.port), "-m", dialect,
            "--client-protection=" + protection, "-U", "%s%%%s" % (GW.user, password or GW.password),
-           "-c", commands]
+           *["--option=" + o for o in options], "-c", commands]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     text = out.stdout + out.stderr
     if check and (out.returncode != 0 or "NT_STATUS_" in text):
@@ -187,14 +188,17 @@ class SmbclientTest(unittest.TestCase):
         smbclient("cd many; prompt off; mask *; del *; cd ..; rmdir many")
 
     def test_encryption(self):
-        """SMB 3.0 and 3.1.1 sessions with encryption required."""
+        """SMB 3.0 (AES-128-CCM) and 3.1.1 sessions with encryption required;
+        on 3.1.1 each cipher alone, which the server must then choose."""
         src = self.dir / "enc.bin"
         random_file(src, 3 * 1024 * 1024, 4)
-        for dialect in ("SMB3_00", "SMB3_11"):
-            with self.subTest(dialect=dialect):
-                back = self.dir / ("enc-" + dialect)
+        for dialect, cipher in (("SMB3_00", None), ("SMB3_11", None), ("SMB3_11", "aes-128-ccm"),
+                                ("SMB3_11", "aes-128-gcm"), ("SMB3_11", "aes-256-ccm"), ("SMB3_11", "aes-256-gcm")):
+            with self.subTest(dialect=dialect, cipher=cipher):
+                back = self.dir / ("enc-%s-%s" % (dialect, cipher))
                 smbclient("put %s enc.bin; get enc.bin %s; rm enc.bin" % (src, back), dialect=dialect,
-                          protection="encrypt")
+                          protection="encrypt",
+                          options=["client smb3 encryption algorithms=" + cipher] if cipher else ())
                 self.assertTrue(filecmp.cmp(src, back, shallow=False))
 
     def test_short_names_and_times(self):
