@@ -110,7 +110,7 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
 
     def __getitem__(self, i):
         key = self.keys[i]
-        data = self._s3().get(self.bucket, key, headers=self._headers(key))
+        data = self._s3().get(self.bucket, key, headers=self._headers(key, self.sampler_header()))
         return data if self.transform is None else self.transform(data)
 
     def __getitems__(self, indices):
@@ -122,13 +122,13 @@ class S3Dataset(torch.utils.data.Dataset if torch else object):
         many threads (_s3.py)."""
         keys = [self.keys[i] for i in indices]
         store = self._s3()
-        data = store.get_many(self.bucket, [(key, self._headers(key)) for key in keys], self.parallel_gets)
+        header = self.sampler_header()  # once a batch: it reads shared memory under a lock
+        data = store.get_many(self.bucket, [(key, self._headers(key, header)) for key in keys], self.parallel_gets)
         return data if self.transform is None else [self.transform(d) for d in data]
 
-    def _headers(self, key):
-        """The headers of a GET of `key`: the sampler's where the key is the
-        dataset's directory's own, else none."""
-        header = self.sampler_header()
+    def _headers(self, key, header):
+        """The headers of a GET of `key`: the sampler's `header` where the
+        key is the dataset's directory's own, else none."""
         if header and _directory(key) == self.prefix:
             return {SAMPLER_HEADER: header}
         # The header on this GET would name the file's own directory; a
