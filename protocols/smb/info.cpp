@@ -50,7 +50,7 @@ void put_standard(Writer& w, const ns::Attr& a, bool delete_pending) {
   w.u64(allocation(a));
   w.u64(end_of_file(a));
   // A name about to go counts no more (as Windows and Samba show it).
-  w.u32(delete_pending ? std::max<std::uint32_t>(a.nlink, 1) - 1 : std::max<std::uint32_t>(a.nlink, 1));
+  w.u32(std::max<std::uint32_t>(a.nlink, 1) - (delete_pending ? 1 : 0));
   w.u8(delete_pending ? 1 : 0);
   w.u8(a.type == ns::FileType::directory ? 1 : 0);
   w.u16(0);
