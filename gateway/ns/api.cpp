@@ -319,6 +319,28 @@ Task<void> Namespace::release(const OpContext& ctx, Handle h) {
     WEFT_ON_CALLER(void, release, nullptr, return impl_->release(ctx, h));
   WEFT_BLOCKING(void, release, nullptr, return impl_->release(ctx, h));
 }
+Task<Attr> Namespace::commit_and_release(const OpContext& ctx, Handle h, XattrsFor xattrs) {
+  if (Spokes::is_spoke_handle(h) && impl_->spokes) {
+    auto committed = co_await impl_->spokes->commit(ctx, h);  // the hub keeps no xattrs
+    auto released = co_await impl_->spokes->release(ctx, h);
+    if (committed && !released) co_return released.error();
+    co_return committed;
+  }
+  if (impl_->closed.load()) co_return Result<Attr>(make_error_code(Errc::unavailable));
+  // A small file's close is mostly these thread hops: one pair, not two.
+  // The release runs even when the commit's deadline has passed.
+  std::uint64_t barrier_seq = 0;
+  auto blocking_op = offload(impl_->pool, [&]() -> Result<Attr> {
+    auto committed = observed<Attr>(*impl_, Op::commit, &ctx, [&] { return impl_->commit(ctx, h, xattrs); });
+    auto released = observed<void>(*impl_, Op::release, nullptr, [&] { return impl_->release(ctx, h); });
+    barrier_seq = impl_->barrier_seq();
+    if (committed && !released) return released.error();
+    return committed;
+  });
+  Result<Attr> out = co_await std::move(blocking_op);
+  if (barrier_seq) co_await settle(*impl_, barrier_seq, &ctx);
+  co_return out;
+}
 Task<std::vector<VersionInfo>> Namespace::versions(const OpContext& ctx, Ino ino) {
   WEFT_SPOKE_NOT_SUPPORTED(std::vector<VersionInfo>, ino);
   WEFT_INLINE(std::vector<VersionInfo>, versions, &ctx, return impl_->versions(ctx, ino));

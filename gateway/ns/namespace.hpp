@@ -365,6 +365,9 @@ class Namespace {
   // Closes the handle; the last writer's release seals the file. A staged
   // handle released without commit is discarded.
   Task<void> release(const OpContext& ctx, Handle h);
+  // commit(h, xattrs), then release(h) whatever the commit gave (a protocol's
+  // CLOSE of a written file), in one trip to the blocking pool.
+  Task<Attr> commit_and_release(const OpContext& ctx, Handle h, XattrsFor xattrs = {});
 
   // --- Versions ----------------------------------------------------------
   Task<std::vector<VersionInfo>> versions(const OpContext& ctx, Ino ino);

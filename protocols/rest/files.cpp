@@ -239,11 +239,12 @@ Reply file_write(Service& s, Call& c) {
                        "the content's SHA-256 is " + actual + ", not " + *expected);
   ns::Result<ns::Attr> attr = ns::make_error_code(Errc::io);
   if (!failure) {
-    attr = co_await s.ns.commit(c.ctx, *h);
+    attr = co_await s.ns.commit_and_release(c.ctx, *h);
     if (!attr) failure = from_ns(attr.error(), place->display);
+  } else {
+    // Without a commit the staged file is discarded: nothing becomes visible.
+    co_await s.ns.release(c.ctx, *h);
   }
-  // Without a commit the staged file is discarded: nothing becomes visible.
-  co_await s.ns.release(c.ctx, *h);
   if (failure) co_return failure;
   nlohmann::json j = with_path(*attr, place->display);
   j["sha256"] = actual;

@@ -117,12 +117,11 @@ asio::awaitable<Found<ns::Attr>> write_object(Service& s, Request& r, const NewO
   // The metadata names the version it describes, and lands in the same
   // transaction: a reader never sees the object without its ETag.
   ObjectMeta meta = obj.meta();
-  auto attr = co_await ns.commit(ctx, *h, [&meta](const ns::Attr& committed) {
+  auto attr = co_await ns.commit_and_release(ctx, *h, [&meta](const ns::Attr& committed) {
     meta.version = committed.version;
     return ns::Xattrs{{std::string(kMetaXattr), meta.encode()}};
   });
-  if (!attr) co_return co_await fail(from_ns(attr.error(), Subject::key));
-  co_await ns.release(ctx, *h);
+  if (!attr) co_return from_ns(attr.error(), Subject::key);
   co_return *attr;
 }
 

@@ -242,8 +242,11 @@ asio::awaitable<void> Session::run_queue(std::shared_ptr<OpenFile> f) {
     f->release_when_idle = false;
     // A staged upload cut off by the client keeps what arrived, as an
     // unstaged file would (so that `reput` can resume it).
-    if (f->staged) co_await env_.ns.commit(f->ctx, f->handle);
-    co_await env_.ns.release(f->ctx, f->handle);
+    if (f->staged) {
+      co_await env_.ns.commit_and_release(f->ctx, f->handle);
+    } else {
+      co_await env_.ns.release(f->ctx, f->handle);
+    }
   }
   f->busy = false;
 }

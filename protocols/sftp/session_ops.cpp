@@ -131,16 +131,17 @@ asio::awaitable<Session::Served> Session::op_close(const Request& r, OpenFile& f
   std::error_code failure;
   if (f.writable) {
     // Durable and sealed before the client hears that CLOSE succeeded.
-    auto sealed = co_await env_.ns.commit(f.ctx, f.handle);
+    auto sealed = co_await env_.ns.commit_and_release(f.ctx, f.handle);
     if (!sealed) {
       failure = sealed.error();
     } else if (f.has_deferred) {
       auto set = co_await env_.ns.setattr(f.ctx, sealed->ino, f.deferred);
       if (!set) failure = set.error();
     }
+  } else {
+    auto released = co_await env_.ns.release(f.ctx, f.handle);
+    if (!released) failure = released.error();
   }
-  auto released = co_await env_.ns.release(f.ctx, f.handle);
-  if (!released && !failure) failure = released.error();
   if (failure) {
     Served e = failed(r, failure, f.path);
     e.bytes_in = f.bytes_in;

@@ -529,6 +529,56 @@ NS_TEST("stage and commit") {
   }
 }
 
+NS_TEST("commit_and_release: sealed and released in one call, released whatever the commit gave") {
+  Fixture f(std::make_unique<Combination>());
+  auto& ns = f.ns();
+  const OpContext& cx = f.admin();
+  const std::string content = pattern(3, 300000);
+
+  SUBCASE("a written file is sealed and its handle gone") {
+    const Attr a = f.ok(ns.create(cx, kRootIno, "f", 0644, CreateMode::exclusive));
+    const Handle h = f.ok(ns.open(cx, a.ino, OpenFlags{.write = true}));
+    f.ok(ns.write(cx, h, 0, bytes(content)));
+    const Attr sealed = f.ok(ns.commit_and_release(cx, h));
+    CHECK(sealed.size == content.size());
+    CHECK(sealed.version > a.version);
+    CHECK(f.get(a.ino) == content);
+    CHECK(f.err(ns.write(cx, h, 0, bytes("x"))) == Errc::bad_handle);
+    CHECK(f.err(ns.release(cx, h)) == Errc::bad_handle);
+  }
+  SUBCASE("a staged file appears with the xattrs its commit sets") {
+    const Handle h = f.ok(ns.stage(cx, kRootIno, "obj", 0644));
+    f.ok(ns.write(cx, h, 0, bytes(content)));
+    const Attr a = f.ok(ns.commit_and_release(cx, h, [](const Attr& committed) {
+      return Xattrs{{"user.version", std::to_string(committed.version)}};
+    }));
+    CHECK(f.get(f.ok(ns.lookup(cx, kRootIno, "obj")).ino) == content);
+    CHECK(f.ok(ns.getxattr(cx, a.ino, "user.version")) == std::to_string(a.version));
+    CHECK(f.err(ns.release(cx, h)) == Errc::bad_handle);
+  }
+  SUBCASE("a commit that fails still releases, and leaves nothing") {
+    const Attr d = f.mkdir(kRootIno, "d");
+    const Handle h = f.ok(ns.stage(cx, d.ino, "obj", 0644));
+    f.ok(ns.write(cx, h, 0, bytes(content)));
+    f.ok(ns.rmdir(cx, kRootIno, "d"));
+    const std::string snap = f.snapshot();
+    CHECK(!f.run(ns.commit_and_release(cx, h)));
+    CHECK(f.err(ns.release(cx, h)) == Errc::bad_handle);
+    CHECK(f.snapshot() == snap);
+  }
+  SUBCASE("past its deadline the commit fails and the handle is released all the same") {
+    const Attr a = f.put(kRootIno, "g", "before");
+    const Handle h = f.ok(ns.open(cx, a.ino, OpenFlags{.write = true, .truncate = true}));
+    f.ok(ns.write(cx, h, 0, bytes("after")));
+    OpContext late = cx;
+    late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    CHECK(f.err(ns.commit_and_release(late, h)) == Errc::timed_out);
+    CHECK(f.err(ns.release(cx, h)) == Errc::bad_handle);
+    // The last writer's release sealed what was written.
+    CHECK(f.get(a.ino) == "after");
+  }
+}
+
 NS_TEST("release") {
   Fixture f(std::make_unique<Combination>());
   auto& ns = f.ns();
