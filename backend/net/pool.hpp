@@ -16,7 +16,11 @@ namespace weft::net {
 
 // An open connection and what was read past the last response.
 struct Connection {
-  explicit Connection(Stream s) : stream(std::move(s)) {}
+  // Beast reads a response through `buffer`, each read as large as the room
+  // left in it (at most 64 KiB): one sized for a response head took a body
+  // of chunks in reads of about 1 KiB.
+  static constexpr std::size_t kReadBytes = 64 << 10;
+  explicit Connection(Stream s) : stream(std::move(s)) { buffer.reserve(kReadBytes); }
   Stream stream;
   boost::beast::flat_buffer buffer;
 };

@@ -86,6 +86,7 @@ asio::awaitable<Result<Response>> run(Exchange x) {
   }
 
   beast::flat_buffer buffer;
+  buffer.reserve(64 << 10);  // each of Beast's reads takes at most the room left in it (up to 64 KiB)
   bhttp::response_parser<bhttp::buffer_body> parser;
   parser.body_limit(boost::none);
   if (x.request.method == "HEAD") parser.skip(true);

@@ -47,6 +47,8 @@ using boost::system::error_code;
 namespace {
 
 constexpr auto kUse = asio::as_tuple(asio::use_awaitable);
+// Beast reads at most this much at a time through a dynamic buffer.
+constexpr std::size_t kChunkedReadBytes = 64 << 10;
 
 // The Date header, formatted at most once a second per thread.
 const std::string& http_date() {
@@ -311,6 +313,10 @@ class ExchangeImpl final : public Exchange {
       }
     }
     if (!head_.chunked) co_return co_await read_plain(out);
+    // Beast reads a chunked body through the connection's buffer, each read
+    // as large as the room left in it (at most 64 KiB): a buffer sized for
+    // the head took a 1 GiB body in reads of about 1 KiB.
+    if (s_.buffer.capacity() < kChunkedReadBytes) s_.buffer.reserve(kChunkedReadBytes);
     for (;;) {
       if (parser_.is_done()) {
         body_done_ = true;
