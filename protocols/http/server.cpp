@@ -1,5 +1,6 @@
 #include "protocols/http/server.hpp"
 
+#include "gateway/io/continuation.hpp"
 #include "protocols/http/request_parser.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -46,7 +47,8 @@ using boost::system::error_code;
 
 namespace {
 
-constexpr auto kUse = asio::as_tuple(asio::use_awaitable);
+// A read or write that completes at once runs next on this thread (gateway/io/continuation.hpp).
+constexpr auto kUse = io::as_continuation(asio::as_tuple(asio::use_awaitable));
 // Beast reads at most this much at a time through a dynamic buffer.
 constexpr std::size_t kChunkedReadBytes = 64 << 10;
 
