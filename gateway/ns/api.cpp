@@ -44,25 +44,32 @@ boost::asio::awaitable<void> settle(Namespace::Impl& im, std::uint64_t seq, cons
   co_await std::move(op);
 }
 
+// Runs `fn` on the blocking pool; a call that changed something returns
+// once the change barrier lets it. After close() the pool runs nothing:
+// fail before handing it work.
+template <class T, class F>
+Task<T> on_pool(Namespace::Impl& im, const OpContext* ctx, F fn) {
+  if (im.closed.load()) co_return Result<T>(make_error_code(Errc::unavailable));
+  std::uint64_t barrier_seq = 0;
+  auto op = offload(im.pool, [&]() -> Result<T> {
+    Result<T> r = fn();
+    barrier_seq = im.barrier_seq();
+    return r;
+  });
+  Result<T> r = co_await std::move(op);
+  if (barrier_seq) co_await settle(im, barrier_seq, ctx);
+  co_return r;
+}
+
 }  // namespace
 
 // Reads and writes through a handle run on the caller's thread.
 #define WEFT_ON_CALLER(T, op, ctx, ...) co_return observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; })
-// After close() the pool runs nothing: fail before handing it work. A call
-// that changed something returns once the change barrier lets it.
-#define WEFT_BLOCKING(T, op, ctx, ...)                                                           \
-  if (impl_->closed.load()) co_return Result<T>(make_error_code(Errc::unavailable));             \
-  {                                                                                              \
-    std::uint64_t barrier_seq = 0;                                                               \
-    auto blocking_op = offload(impl_->pool, [&]() -> Result<T> {                                 \
-      auto r = observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; });            \
-      barrier_seq = impl_->barrier_seq();                                                        \
-      return r;                                                                                  \
-    });                                                                                          \
-    Result<T> blocking_result = co_await std::move(blocking_op);                                 \
-    if (barrier_seq) co_await settle(*impl_, barrier_seq, ctx);                                  \
-    co_return blocking_result;                                                                   \
-  }
+// Blocking calls run on the pool (on_pool).
+#define WEFT_BLOCKING(T, op, ctx, ...)                                                               \
+  co_return co_await on_pool<T>(*impl_, ctx, [&]() -> Result<T> {                                    \
+    return observed<T>(*impl_, Op::op, ctx, [&]() -> Result<T> { __VA_ARGS__; });                    \
+  })
 // Metadata reads run inline too, served from the caches or a local
 // RocksDB; on a shared store (PostgreSQL) a miss or following the change
 // log is a network round trip, so there they run on the blocking pool.
@@ -326,20 +333,14 @@ Task<Attr> Namespace::commit_and_release(const OpContext& ctx, Handle h, XattrsF
     if (committed && !released) co_return released.error();
     co_return committed;
   }
-  if (impl_->closed.load()) co_return Result<Attr>(make_error_code(Errc::unavailable));
   // A small file's close is mostly these thread hops: one pair, not two.
   // The release runs even when the commit's deadline has passed.
-  std::uint64_t barrier_seq = 0;
-  auto blocking_op = offload(impl_->pool, [&]() -> Result<Attr> {
+  co_return co_await on_pool<Attr>(*impl_, &ctx, [&]() -> Result<Attr> {
     auto committed = observed<Attr>(*impl_, Op::commit, &ctx, [&] { return impl_->commit(ctx, h, xattrs); });
     auto released = observed<void>(*impl_, Op::release, nullptr, [&] { return impl_->release(ctx, h); });
-    barrier_seq = impl_->barrier_seq();
     if (committed && !released) return released.error();
     return committed;
   });
-  Result<Attr> out = co_await std::move(blocking_op);
-  if (barrier_seq) co_await settle(*impl_, barrier_seq, &ctx);
-  co_return out;
 }
 Task<std::vector<VersionInfo>> Namespace::versions(const OpContext& ctx, Ino ino) {
   WEFT_SPOKE_NOT_SUPPORTED(std::vector<VersionInfo>, ino);
