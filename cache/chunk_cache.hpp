@@ -15,9 +15,10 @@
 // Contract:
 //  - Thread-safe; get_or_fetch may be awaited from any executor.
 //  - What it returns always hashes to the digest asked for: put() and
-//    fetched chunks are checked before they are stored (unless the fetch
-//    checked them itself, Fetched::checked), SSD records whenever they are
-//    read back (a damaged one is dropped and counts as a miss).
+//    fetched chunks are checked before they are stored (unless the caller
+//    or the fetch checked them itself, Put::hashed and Fetched::checked),
+//    SSD records whenever they are read back (a damaged one is dropped and
+//    counts as a miss).
 //  - The SSD directory is the cache's own; what it holds survives restarts
 //    (re-indexed by open(), oldest segment first to go; files of any other
 //    layout are removed).
@@ -94,7 +95,12 @@ class ChunkCache {
   enum class Held { no, ram, ssd };
   Held holds(const Digest& digest) const;
   // Stores a chunk; false (nothing stored) when bytes do not match digest.
-  bool put(const Digest& digest, std::string bytes);
+  // Put::hashed: the caller knows they do, having hashed these very bytes
+  // (a spoke's commit cuts a file, hashing each chunk, then reads the chunks
+  // the hub lacks back unchanged): hashing them again here cost a spoke
+  // half a second of CPU per GiB it wrote back.
+  enum class Put { check, hashed };
+  bool put(const Digest& digest, std::string bytes, Put how = Put::check);
   // The chunk: cached, or fetched once for every concurrent caller. The
   // fetch's error is every waiter's error; a fetched chunk that does not
   // match the digest is std::errc::bad_message.

@@ -224,7 +224,8 @@ hub::CommitSource commit_source(Spokes::State& st, asio::thread_pool& pool, std:
           return r.error();
       }
       use(bytes);
-      st.chunks->put(chunks[i].digest, std::move(bytes));
+      // Unchanged since it was cut (the generation held): hashed then.
+      st.chunks->put(chunks[i].digest, std::move(bytes), cache::ChunkCache::Put::hashed);
       return {};
     });
     if (!read) failed = read.error();

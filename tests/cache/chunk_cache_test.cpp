@@ -23,6 +23,30 @@ namespace asio = boost::asio;
 using namespace weft::cache;
 using weft::cache::test::chunk;
 
+TEST_CASE("chunk cache: Put::hashed takes the caller's word, and the SSD tier still checks what it reads back") {
+  weft::test::TempDir dir;
+  ChunkCacheOptions o;
+  o.ram_bytes = 3000;
+  o.ssd_dir = dir / "chunks";
+  o.ssd_bytes = 100000;
+  auto cache = ChunkCache::open(o);
+  REQUIRE(cache.has_value());
+  auto& c = **cache;
+  // Not hashed again: a caller that says so is believed (so only bytes it
+  // has hashed itself may be put this way).
+  REQUIRE(c.put(sha256(chunk(0)), chunk(1), ChunkCache::Put::hashed));
+  CHECK(c.holds(sha256(chunk(0))) == ChunkCache::Held::ram);
+  // Pushed down to the SSD tier, such a record is checked when read back,
+  // and dropped.
+  for (unsigned i = 10; i < 14; ++i) REQUIRE(c.put(sha256(chunk(i)), chunk(i), ChunkCache::Put::hashed));
+  REQUIRE(c.holds(sha256(chunk(0))) == ChunkCache::Held::ssd);
+  CHECK_FALSE(c.get(sha256(chunk(0))));
+  CHECK(c.holds(sha256(chunk(0))) == ChunkCache::Held::no);
+  auto right = c.get(sha256(chunk(10)));
+  REQUIRE(right);
+  CHECK(*right == chunk(10));
+}
+
 TEST_CASE("chunk cache: RAM within its budget, victims move to the SSD tier and come back verified") {
   weft::test::TempDir dir;
   ChunkCacheOptions o;
