@@ -149,12 +149,22 @@ bool is_stopped(Mount& m) {
 constexpr auto kFeedGrace = std::chrono::seconds(2);
 constexpr auto kFeedPoll = std::chrono::milliseconds(10);
 
+// Whether a strict mount runs without its feed (wait_for_lost_feed may
+// then wait for it).
+bool feed_lost(Mount& m) {
+  std::lock_guard lock(m.mu);
+  return !m.stopped && m.spec.strict && !m.connected();
+}
+
 asio::awaitable<void> wait_for_lost_feed(Mount& m) {
   std::chrono::nanoseconds left;
   {
     std::lock_guard lock(m.mu);
     if (m.stopped || !m.spec.strict || m.connected() || m.state_since_ns == 0) co_return;
-    left = kFeedGrace - std::chrono::nanoseconds(now_ns() - m.state_since_ns);
+    // was_connected: the feed has lost its connection this very moment and
+    // not yet told the mount (state_since_ns is still its last connect).
+    left = m.was_connected ? std::chrono::nanoseconds(kFeedGrace)
+                           : kFeedGrace - std::chrono::nanoseconds(now_ns() - m.state_since_ns);
   }
   const auto deadline = std::chrono::steady_clock::now() + left;
   asio::steady_timer timer(co_await asio::this_coro::executor);
@@ -700,17 +710,23 @@ Task<Attr> Spokes::getattr(const OpContext& ctx, Ino ino) {
   if (auto parked = parked_attr(*state_, ino)) co_return *parked;  // not at the hub yet
   auto w = where(*state_, *ns_.kv, ino);
   if (!w) co_return w.error();
-  auto lost = wait_for_lost_feed(*w->mount);
-  co_await std::move(lost);
-  // Every path and handle call starts here: close-to-open for all of them.
-  if (!w->mount->client->poll_interval()) {
-    auto follow = follow_hub(*w->mount, ctx.arrived_or(std::chrono::steady_clock::now()));
-    co_await std::move(follow);
+  Mount& m = *w->mount;
+  // The feed can be lost while this call waits (following it, asking the
+  // hub): then it is waited for as one lost before the call, once.
+  for (bool first = true;; first = false) {
+    auto lost = wait_for_lost_feed(m);
+    co_await std::move(lost);
+    // Every path and handle call starts here: close-to-open for all of them.
+    if (!m.client->poll_interval()) {
+      auto follow = follow_hub(m, ctx.arrived_or(std::chrono::steady_clock::now()));
+      co_await std::move(follow);
+    }
+    auto op = hub_attr(m, ino, w->shadow);
+    auto a = co_await std::move(op);
+    if (!a && first && a.error() == make_error_code(Errc::unavailable) && feed_lost(m)) continue;
+    if (!a) co_return a.error();
+    co_return live(to_attr(*a, ino));
   }
-  auto op = hub_attr(*w->mount, ino, w->shadow);
-  auto a = co_await std::move(op);
-  if (!a) co_return a.error();
-  co_return live(to_attr(*a, ino));
 }
 
 Task<std::uint32_t> Spokes::access(const OpContext& ctx, Ino ino) {

@@ -131,7 +131,7 @@ struct Spokes::Mount {
   mutable std::mutex mu;
   std::shared_ptr<hub::ChangeFeed> feed;  // guarded by mu
   bool stopped = false;                  // guarded by mu
-  bool was_connected = false;            // guarded by mu: the feed's last state, for logs
+  bool was_connected = false;            // guarded by mu: the feed's last state as told (logs, wait_for_lost_feed)
   std::int64_t state_since_ns = 0;       // guarded by mu: wall clock of the last change of state
   std::uint64_t root_hub_ino = 0;        // guarded by mu; 0 until the first answer
   std::uint64_t epoch = 0;               // guarded by mu: bumped by every invalidation

@@ -10,6 +10,8 @@
 #include "protocols/s3/store.hpp"
 #include "protocols/s3/xml.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -209,9 +211,17 @@ asio::awaitable<Outcome> stream(Service& s, Request& r, const Target& t, Plan& p
     } else {
       n = co_await s.ns.read(r.ctx, *h, offset, std::span<std::byte>(buf.get(), want));
     }
-    if (!n || *n == 0) break;
+    if (!n || *n == 0) {
+      spdlog::warn("s3: GET {}/{} ended {} bytes short: {}", r.bucket, r.key, left,
+                   n ? "the file shrank" : n.error().message());
+      break;
+    }
     auto now = co_await s.ns.getattr(r.ctx, t.attr.ino);
-    if (!now || !same_content(*now, t.attr)) break;
+    if (!now || !same_content(*now, t.attr)) {
+      spdlog::warn("s3: GET {}/{} ended {} bytes short: {}", r.bucket, r.key, left,
+                   now ? "a new version replaced the one being sent" : now.error().message());
+      break;
+    }
     boost::system::error_code sent;
     if (slice.fd() >= 0) {
       auto op = r.ex.send_file(slice.fd(), slice.offset(), *n);
