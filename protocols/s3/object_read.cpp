@@ -190,6 +190,10 @@ asio::awaitable<Outcome> stream(Service& s, Request& r, const Target& t, Plan& p
   }
   std::unique_ptr<std::byte[]> buf;
   std::uint64_t offset = p.offset, left = p.length;
+  // The client sees only a connection closed early: the log says why.
+  auto ended_short = [&](spdlog::level::level_enum level, std::string_view why) {
+    spdlog::log(level, "s3: GET {}/{} ended {} bytes short: {}", r.bucket, r.key, left, why);
+  };
   while (left > 0) {
     // Content in a sealed data file goes out from there with sendfile();
     // other content (a file being written, a spoke's) is copied in blocks.
@@ -212,14 +216,13 @@ asio::awaitable<Outcome> stream(Service& s, Request& r, const Target& t, Plan& p
       n = co_await s.ns.read(r.ctx, *h, offset, std::span<std::byte>(buf.get(), want));
     }
     if (!n || *n == 0) {
-      spdlog::warn("s3: GET {}/{} ended {} bytes short: {}", r.bucket, r.key, left,
-                   n ? "the file shrank" : n.error().message());
+      ended_short(n ? spdlog::level::info : spdlog::level::warn, n ? "the file shrank" : n.error().message());
       break;
     }
     auto now = co_await s.ns.getattr(r.ctx, t.attr.ino);
     if (!now || !same_content(*now, t.attr)) {
-      spdlog::warn("s3: GET {}/{} ended {} bytes short: {}", r.bucket, r.key, left,
-                   now ? "a new version replaced the one being sent" : now.error().message());
+      ended_short(now ? spdlog::level::info : spdlog::level::warn,
+                  now ? "a new version replaced the one being sent" : now.error().message());
       break;
     }
     boost::system::error_code sent;
