@@ -17,8 +17,10 @@
 // the handler they wrap), hence this one.
 #pragma once
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <type_traits>
 #include <utility>
@@ -34,6 +36,10 @@ template <class Token>
 constexpr as_continuation_t<std::decay_t<Token>> as_continuation(Token&& token) {
   return {std::forward<Token>(token)};
 }
+
+// What a connection awaits its own reads and writes with: (error, result)
+// as a tuple, resumed as a continuation.
+inline constexpr auto kAwaitNext = as_continuation(boost::asio::as_tuple(boost::asio::use_awaitable));
 
 template <class Handler>
 struct continuation_handler {

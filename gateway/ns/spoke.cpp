@@ -149,18 +149,17 @@ bool is_stopped(Mount& m) {
 constexpr auto kFeedGrace = std::chrono::seconds(2);
 constexpr auto kFeedPoll = std::chrono::milliseconds(10);
 
-// Whether a strict mount runs without its feed (wait_for_lost_feed may
-// then wait for it).
-bool feed_lost(Mount& m) {
+// Whether the mount refuses to ask the hub now (Mount::may_ask_hub).
+bool hub_refused(Mount& m) {
   std::lock_guard lock(m.mu);
-  return !m.stopped && m.spec.strict && !m.connected();
+  return !m.may_ask_hub();
 }
 
 asio::awaitable<void> wait_for_lost_feed(Mount& m) {
   std::chrono::nanoseconds left;
   {
     std::lock_guard lock(m.mu);
-    if (m.stopped || !m.spec.strict || m.connected() || m.state_since_ns == 0) co_return;
+    if (m.stopped || m.may_ask_hub() || m.state_since_ns == 0) co_return;
     // was_connected: the feed has lost its connection this very moment and
     // not yet told the mount (state_since_ns is still its last connect).
     left = m.was_connected ? std::chrono::nanoseconds(kFeedGrace)
@@ -723,7 +722,7 @@ Task<Attr> Spokes::getattr(const OpContext& ctx, Ino ino) {
     }
     auto op = hub_attr(m, ino, w->shadow);
     auto a = co_await std::move(op);
-    if (!a && first && a.error() == make_error_code(Errc::unavailable) && feed_lost(m)) continue;
+    if (!a && first && a.error() == make_error_code(Errc::unavailable) && hub_refused(m)) continue;
     if (!a) co_return a.error();
     co_return live(to_attr(*a, ino));
   }

@@ -3,7 +3,6 @@
 #include "gateway/io/continuation.hpp"
 #include "protocols/http/request_parser.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -47,8 +46,6 @@ using boost::system::error_code;
 
 namespace {
 
-// A read or write that completes at once runs next on this thread (gateway/io/continuation.hpp).
-constexpr auto kUse = io::as_continuation(asio::as_tuple(asio::use_awaitable));
 // Beast reads at most this much at a time through a dynamic buffer.
 constexpr std::size_t kChunkedReadBytes = 64 << 10;
 
@@ -255,19 +252,19 @@ class WebSocketImpl final : public WebSocket {
     t.keep_alive_pings = true;
     ws_.set_option(t);
     ws_.read_message_max(1 << 20);
-    auto [ec] = co_await ws_.async_accept(request, kUse);
+    auto [ec] = co_await ws_.async_accept(request, io::kAwaitNext);
     co_return ec;
   }
 
   asio::awaitable<error_code> send_text(std::string_view message) override {
     ws_.text(true);
-    auto [ec, n] = co_await ws_.async_write(asio::buffer(message.data(), message.size()), kUse);
+    auto [ec, n] = co_await ws_.async_write(asio::buffer(message.data(), message.size()), io::kAwaitNext);
     co_return ec;
   }
 
   asio::awaitable<error_code> read(std::string* message, std::size_t limit) override {
     beast::flat_buffer buffer(limit);
-    auto [ec, n] = co_await ws_.async_read(buffer, kUse);
+    auto [ec, n] = co_await ws_.async_read(buffer, io::kAwaitNext);
     if (!ec) message->assign(static_cast<const char*>(buffer.data().data()), buffer.size());
     co_return ec;
   }
@@ -275,7 +272,7 @@ class WebSocketImpl final : public WebSocket {
   asio::awaitable<void> close(std::string_view reason) override {
     beast::websocket::close_reason why(beast::websocket::close_code::going_away,
                                        std::string(reason.substr(0, 120)));
-    co_await ws_.async_close(why, kUse);
+    co_await ws_.async_close(why, io::kAwaitNext);
   }
 
  private:
@@ -307,7 +304,7 @@ class ExchangeImpl final : public Exchange {
       continue_sent_ = true;
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       s_.expires_after(s_.server->options.write_timeout);
-      auto [ec, n] = co_await asio::async_write(s_.stream, asio::buffer(kContinue), kUse);
+      auto [ec, n] = co_await asio::async_write(s_.stream, asio::buffer(kContinue), io::kAwaitNext);
       s_.expires_never();
       if (ec) {
         broken_ = true;
@@ -327,7 +324,7 @@ class ExchangeImpl final : public Exchange {
       parser_.get().body().data = out.data();
       parser_.get().body().size = out.size();
       s_.expires_after(s_.server->options.read_timeout);
-      auto [ec, n] = co_await bhttp::async_read_some(s_.stream, s_.buffer, parser_, kUse);
+      auto [ec, n] = co_await bhttp::async_read_some(s_.stream, s_.buffer, parser_, io::kAwaitNext);
       s_.expires_never();
       if (ec == bhttp::error::need_buffer) ec = {};
       if (ec) co_return fail(ec);
@@ -414,7 +411,7 @@ class ExchangeImpl final : public Exchange {
           ec = asio::error::eof;
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
           s_.expires_after(s_.server->options.write_timeout);
-          std::tie(ec) = co_await socket.async_wait(tcp::socket::wait_write, kUse);
+          std::tie(ec) = co_await socket.async_wait(tcp::socket::wait_write, io::kAwaitNext);
           s_.expires_never();
         } else if (errno != EINTR) {
           ec = error_code(errno, boost::system::system_category());
@@ -450,7 +447,7 @@ class ExchangeImpl final : public Exchange {
       s_.buffer.consume(n);
     } else {
       s_.expires_after(s_.server->options.read_timeout);
-      auto [ec, got] = co_await s_.stream.async_read_some(asio::buffer(out.data(), want), kUse);
+      auto [ec, got] = co_await s_.stream.async_read_some(asio::buffer(out.data(), want), io::kAwaitNext);
       s_.expires_never();
       if (ec) co_return fail(ec);
       n = got;
@@ -484,7 +481,7 @@ class ExchangeImpl final : public Exchange {
   template <class Buffers>
   asio::awaitable<error_code> write(const Buffers& bufs, std::uint64_t body_bytes) {
     s_.expires_after(s_.server->options.write_timeout);
-    auto [ec, n] = co_await asio::async_write(s_.stream, bufs, kUse);
+    auto [ec, n] = co_await asio::async_write(s_.stream, bufs, io::kAwaitNext);
     s_.expires_never();
     if (ec) {
       broken_ = true;
@@ -526,7 +523,7 @@ template <class Stream>
 asio::awaitable<void> Session<Stream>::reply(const Reply& r) {
   std::string text = refusal(r);
   expires_after(server->options.write_timeout);
-  co_await asio::async_write(stream, asio::buffer(text), kUse);
+  co_await asio::async_write(stream, asio::buffer(text), io::kAwaitNext);
   expires_never();
 }
 
@@ -546,7 +543,7 @@ asio::awaitable<void> Session<Stream>::linger() {
     // client's close_notify, its close or an error; the rest is drained
     // below without decrypting it.
     expires_at(deadline);
-    co_await stream.async_shutdown(kUse);
+    co_await stream.async_shutdown(io::kAwaitNext);
   }
   co_await drain(deadline);
 }
@@ -559,7 +556,7 @@ asio::awaitable<void> Session<Stream>::drain(std::chrono::steady_clock::time_poi
   std::array<char, 16384> sink;
   while (std::chrono::steady_clock::now() < deadline) {
     expires_at(deadline);
-    auto [read_ec, n] = co_await socket().async_read_some(asio::buffer(sink), kUse);
+    auto [read_ec, n] = co_await socket().async_read_some(asio::buffer(sink), io::kAwaitNext);
     if (read_ec) break;
   }
   expires_never();
@@ -573,7 +570,7 @@ template <class Stream>
 asio::awaitable<bool> Session<Stream>::handshake() {
   if constexpr (kIsTls<Stream>) {
     expires_after(server->options.read_timeout);
-    auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, kUse);
+    auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, io::kAwaitNext);
     expires_never();
     if (!ec) co_return true;
     spdlog::debug("http: TLS handshake with {} failed: {}", remote, ec.message());
@@ -586,7 +583,7 @@ asio::awaitable<bool> Session<Stream>::handshake() {
       }
       std::string text = refusal(r);
       expires_after(server->options.write_timeout);
-      auto [write_ec, n] = co_await asio::async_write(socket(), asio::buffer(text), kUse);
+      auto [write_ec, n] = co_await asio::async_write(socket(), asio::buffer(text), io::kAwaitNext);
       expires_never();
       if (!write_ec) co_await drain(std::chrono::steady_clock::now() + std::chrono::seconds(5));
     }
@@ -613,7 +610,7 @@ asio::awaitable<void> Session<Stream>::serve() {
     apply_limits(parser, opt);
     busy = false;
     expires_after(served == 0 ? opt.read_timeout : opt.idle_timeout);
-    auto [ec, n] = co_await bhttp::async_read_header(stream, buffer, parser, kUse);
+    auto [ec, n] = co_await bhttp::async_read_header(stream, buffer, parser, io::kAwaitNext);
     expires_never();
     if (ec) {
       if (ec == bhttp::error::header_limit) {
@@ -658,14 +655,14 @@ asio::awaitable<void> Server::Impl::accept_loop() {
   auto self = shared_from_this();
   for (;;) {
     tcp::socket socket(asio::make_strand(io));
-    auto [ec] = co_await acceptor.async_accept(socket, kUse);
+    auto [ec] = co_await acceptor.async_accept(socket, io::kAwaitNext);
     if (!acceptor.is_open() || ec == asio::error::operation_aborted) co_return;
     if (ec) {
       // Out of descriptors or a connection reset before accept: back off a
       // little instead of spinning, and keep serving the connections we have.
       spdlog::warn("http: accept on {} failed: {}", acceptor.local_endpoint().port(), ec.message());
       asio::steady_timer pause(strand, std::chrono::milliseconds(100));
-      co_await pause.async_wait(kUse);
+      co_await pause.async_wait(io::kAwaitNext);
       continue;
     }
     error_code ignored;

@@ -23,10 +23,6 @@ using asio::use_awaitable;
 
 namespace {
 
-// The connection's own reads and writes: one that completes at once runs
-// next on this thread (gateway/io/continuation.hpp).
-constexpr auto kNext = io::as_continuation(asio::as_tuple(use_awaitable));
-
 constexpr std::size_t kTransformSize = 52;
 // The largest frame: a WRITE of max_io bytes, or a compound of small requests.
 constexpr std::size_t kFrameOverhead = 64 * 1024;
@@ -90,7 +86,7 @@ asio::awaitable<void> Connection::run() {
   const std::size_t max_frame = server_->config.max_io + kFrameOverhead;
   for (;;) {
     std::array<std::uint8_t, 4> head;
-    auto [ec, n] = co_await asio::async_read(socket_, asio::buffer(head), kNext);
+    auto [ec, n] = co_await asio::async_read(socket_, asio::buffer(head), io::kAwaitNext);
     if (ec) break;
     const std::size_t len = std::size_t{head[1]} << 16 | std::size_t{head[2]} << 8 | head[3];
     // Direct TCP: a zero byte, then a 24-bit length. Clients that see a port
@@ -98,11 +94,11 @@ asio::awaitable<void> Connection::run() {
     // (0x81), answered positively; keep-alives (0x85) are skipped.
     if ((head[0] == 0x81 || head[0] == 0x85) && len <= 1024) {
       frame.resize(len);
-      auto [ec1, n1] = co_await asio::async_read(socket_, asio::buffer(frame), kNext);
+      auto [ec1, n1] = co_await asio::async_read(socket_, asio::buffer(frame), io::kAwaitNext);
       if (ec1) break;
       if (head[0] == 0x81) {
         static constexpr std::uint8_t kPositive[4] = {0x82, 0, 0, 0};
-        auto [ec3, n3] = co_await asio::async_write(socket_, asio::buffer(kPositive), kNext);
+        auto [ec3, n3] = co_await asio::async_write(socket_, asio::buffer(kPositive), io::kAwaitNext);
         if (ec3) break;
       }
       continue;
@@ -113,7 +109,7 @@ asio::awaitable<void> Connection::run() {
     watchdog_.async_wait([self](boost::system::error_code wec) {
       if (!wec) self->close();
     });
-    auto [ec2, n2] = co_await asio::async_read(socket_, asio::buffer(frame), kNext);
+    auto [ec2, n2] = co_await asio::async_read(socket_, asio::buffer(frame), io::kAwaitNext);
     watchdog_.cancel();
     if (ec2) break;
     if (lone_write(frame)) {
@@ -382,7 +378,7 @@ asio::awaitable<void> Connection::write_queued() {
     const std::uint8_t head[4] = {0, static_cast<std::uint8_t>(n >> 16), static_cast<std::uint8_t>(n >> 8),
                                   static_cast<std::uint8_t>(n)};
     std::array<asio::const_buffer, 2> bufs{asio::buffer(head), asio::buffer(msg)};
-    auto [ec, written] = co_await asio::async_write(socket_, bufs, kNext);
+    auto [ec, written] = co_await asio::async_write(socket_, bufs, io::kAwaitNext);
     if (ec) {
       close();
       outbox_.clear();

@@ -1,6 +1,5 @@
 #include "gateway/io/continuation.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -72,7 +71,7 @@ TEST_CASE("as_continuation: awaitable operations resume with their result") {
       io,
       [&]() -> asio::awaitable<void> {
         asio::steady_timer timer(io, std::chrono::milliseconds(1));
-        auto [ec] = co_await timer.async_wait(as_continuation(asio::as_tuple(asio::use_awaitable)));
+        auto [ec] = co_await timer.async_wait(weft::io::kAwaitNext);
         result = ec;
       },
       asio::detached);
