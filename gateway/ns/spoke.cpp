@@ -149,12 +149,6 @@ bool is_stopped(Mount& m) {
 constexpr auto kFeedGrace = std::chrono::seconds(2);
 constexpr auto kFeedPoll = std::chrono::milliseconds(10);
 
-// Whether the mount refuses to ask the hub now (Mount::may_ask_hub).
-bool hub_refused(Mount& m) {
-  std::lock_guard lock(m.mu);
-  return !m.may_ask_hub();
-}
-
 asio::awaitable<void> wait_for_lost_feed(Mount& m) {
   std::chrono::nanoseconds left;
   {
@@ -172,6 +166,27 @@ asio::awaitable<void> wait_for_lost_feed(Mount& m) {
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     std::lock_guard lock(m.mu);
     if (m.stopped || m.connected()) co_return;
+  }
+}
+
+// Runs `ask`, a step that asks the hub or answers from what the feed keeps
+// current, after waiting for a feed lost moments ago. The feed can also be
+// lost while the step waits (on the hub, or following the feed): a step
+// that then fails unavailable because the mount refuses to ask the hub is
+// waited for and run once more, as one that started after the loss. In an
+// outage the second run finds the grace used up and fails at once.
+template <class Ask>
+auto riding_out_lost_feed(Mount& m, Ask ask) -> decltype(ask()) {
+  for (bool first = true;; first = false) {
+    auto lost = wait_for_lost_feed(m);
+    co_await std::move(lost);
+    auto op = ask();
+    auto r = co_await std::move(op);
+    if (!r && first && r.error() == make_error_code(Errc::unavailable)) {
+      std::lock_guard lock(m.mu);
+      if (!m.may_ask_hub()) continue;
+    }
+    co_return r;
   }
 }
 
@@ -710,22 +725,18 @@ Task<Attr> Spokes::getattr(const OpContext& ctx, Ino ino) {
   auto w = where(*state_, *ns_.kv, ino);
   if (!w) co_return w.error();
   Mount& m = *w->mount;
-  // The feed can be lost while this call waits (following it, asking the
-  // hub): then it is waited for as one lost before the call, once.
-  for (bool first = true;; first = false) {
-    auto lost = wait_for_lost_feed(m);
-    co_await std::move(lost);
+  auto op = riding_out_lost_feed(m, [&]() -> asio::awaitable<Result<wire::FileAttr>> {
     // Every path and handle call starts here: close-to-open for all of them.
     if (!m.client->poll_interval()) {
       auto follow = follow_hub(m, ctx.arrived_or(std::chrono::steady_clock::now()));
       co_await std::move(follow);
     }
-    auto op = hub_attr(m, ino, w->shadow);
-    auto a = co_await std::move(op);
-    if (!a && first && a.error() == make_error_code(Errc::unavailable) && hub_refused(m)) continue;
-    if (!a) co_return a.error();
-    co_return live(to_attr(*a, ino));
-  }
+    auto attr = hub_attr(m, ino, w->shadow);
+    co_return co_await std::move(attr);
+  });
+  auto a = co_await std::move(op);
+  if (!a) co_return a.error();
+  co_return live(to_attr(*a, ino));
 }
 
 Task<std::uint32_t> Spokes::access(const OpContext& ctx, Ino ino) {
@@ -757,46 +768,39 @@ Task<Attr> Spokes::lookup(const OpContext& ctx, Ino dir, std::string_view name_v
   // The mount point's shadow carries the hub inode that getattr just learned.
   const std::uint64_t dir_hub = w->shadow.hub_ino;
   const std::string path = join(w->shadow.path, name);
-  std::uint64_t since;
-  {
-    std::unique_lock lock(m.mu);
-    if (m.cache_usable())
-      if (auto dit = m.dirs.find(dir_hub); dit != m.dirs.end())
-        if (auto e = dit->second.names.find(name); e != dit->second.names.end()) {
-          if (!e->second) co_return Errc::not_found;
-          if (auto a = m.attrs.find(*e->second); a != m.attrs.end()) {
-            const wire::FileAttr hit = a->second;
-            lock.unlock();
-            auto ino = local_ino(*state_, *ns_.kv, m, dir, path, hit);
-            if (!ino) co_return ino.error();
-            co_return live(to_attr(hit, *ino));
-          }
-        }
-    if (auto s = m.may_ask_hub(); !s) co_return s.error();
-    since = m.epoch;
-  }
-  auto op = m.client->attr(m.hub_path(path));
-  auto r = co_await std::move(op);
-  if (!r) {
-    const Errc e = errc_of_hub(r.error());
-    if (e == Errc::not_found) {
+  auto op = riding_out_lost_feed(m, [&]() -> asio::awaitable<Result<wire::FileAttr>> {
+    std::uint64_t since;
+    {
       std::lock_guard lock(m.mu);
-      if (m.may_cache(since)) m.dirs[dir_hub].names[name] = std::nullopt;
+      if (m.cache_usable())
+        if (auto dit = m.dirs.find(dir_hub); dit != m.dirs.end())
+          if (auto e = dit->second.names.find(name); e != dit->second.names.end()) {
+            if (!e->second) co_return Errc::not_found;
+            if (auto a = m.attrs.find(*e->second); a != m.attrs.end()) co_return a->second;
+          }
+      if (auto s = m.may_ask_hub(); !s) co_return s.error();
+      since = m.epoch;
     }
-    co_return make_error_code(e);
-  }
-  const wire::FileAttr a = r->attr;
-  {
+    auto ask = m.client->attr(m.hub_path(path));
+    auto r = co_await std::move(ask);
     std::lock_guard lock(m.mu);
-    if (m.may_cache(since)) {
-      m.dirs[dir_hub].names[name] = a.ino;
-      m.attrs[a.ino] = a;
+    if (!r) {
+      const Errc e = errc_of_hub(r.error());
+      if (e == Errc::not_found && m.may_cache(since)) m.dirs[dir_hub].names[name] = std::nullopt;
+      co_return make_error_code(e);
     }
-    m.note_name(dir_hub, name, a);
-  }
-  auto ino = local_ino(*state_, *ns_.kv, m, dir, path, a);
+    if (m.may_cache(since)) {
+      m.dirs[dir_hub].names[name] = r->attr.ino;
+      m.attrs[r->attr.ino] = r->attr;
+    }
+    m.note_name(dir_hub, name, r->attr);
+    co_return r->attr;
+  });
+  auto a = co_await std::move(op);
+  if (!a) co_return a.error();
+  auto ino = local_ino(*state_, *ns_.kv, m, dir, path, *a);
   if (!ino) co_return ino.error();
-  co_return live(to_attr(a, *ino));
+  co_return live(to_attr(*a, *ino));
 }
 
 Task<DirPage> Spokes::readdir(const OpContext& ctx, Ino dir, std::uint64_t cookie, std::size_t max,
@@ -806,7 +810,7 @@ Task<DirPage> Spokes::readdir(const OpContext& ctx, Ino dir, std::uint64_t cooki
   auto w = co_await std::move(wop);
   if (!w) co_return w.error();
   Mount& m = *w->mount;
-  auto op = hub_listing(m, w->shadow.hub_ino, w->shadow.path);
+  auto op = riding_out_lost_feed(m, [&] { return hub_listing(m, w->shadow.hub_ino, w->shadow.path); });
   auto entries = co_await std::move(op);
   if (!entries) co_return entries.error();
   max = std::clamp<std::size_t>(max, 1, 100000);
@@ -870,14 +874,18 @@ Task<std::string> Spokes::readlink(const OpContext& ctx, Ino ino) {
   if (a->type != FileType::symlink) co_return Errc::invalid;
   auto w = where(*state_, *ns_.kv, ino);
   if (!w) co_return w.error();
-  {
-    std::lock_guard lock(w->mount->mu);
-    if (auto s = w->mount->may_ask_hub(); !s) co_return s.error();
-  }
-  auto op = w->mount->client->readlink(w->mount->hub_path(w->shadow.path));
-  auto r = co_await std::move(op);
-  if (!r) co_return make_error_code(errc_of_hub(r.error()));
-  co_return r->first;
+  Mount& m = *w->mount;
+  auto op = riding_out_lost_feed(m, [&]() -> Task<std::string> {
+    {
+      std::lock_guard lock(m.mu);
+      if (auto s = m.may_ask_hub(); !s) co_return s.error();
+    }
+    auto ask = m.client->readlink(m.hub_path(w->shadow.path));
+    auto r = co_await std::move(ask);
+    if (!r) co_return make_error_code(errc_of_hub(r.error()));
+    co_return r->first;
+  });
+  co_return co_await std::move(op);
 }
 
 }  // namespace weft::ns
