@@ -657,11 +657,11 @@ asio::awaitable<Result<wire::FileAttr>> hub_attr(Mount& m, Ino ino, Shadow sh) {
 
 }  // namespace
 
-namespace spoke_detail {
+namespace {
 
-asio::awaitable<Result<std::vector<std::pair<std::string, wire::FileAttr>>>> hub_listing(Mount& m, std::uint64_t dir_hub_ino,
-                                                                                           std::string path) {
-  using Entries = std::vector<std::pair<std::string, wire::FileAttr>>;
+using Entries = std::vector<std::pair<std::string, wire::FileAttr>>;
+
+asio::awaitable<Result<Entries>> list_at_hub(Mount& m, std::uint64_t dir_hub_ino, const std::string& path) {
   std::uint64_t since;
   {
     std::lock_guard lock(m.mu);
@@ -701,6 +701,15 @@ asio::awaitable<Result<std::vector<std::pair<std::string, wire::FileAttr>>>> hub
   }
   for (const auto& [name, a] : out) m.note_name(dir_hub_ino, name, a);
   co_return out;
+}
+
+}  // namespace
+
+namespace spoke_detail {
+
+asio::awaitable<Result<Entries>> hub_listing(Mount& m, std::uint64_t dir_hub_ino, std::string path) {
+  auto op = riding_out_lost_feed(m, [&] { return list_at_hub(m, dir_hub_ino, path); });
+  co_return co_await std::move(op);
 }
 
 }  // namespace spoke_detail
@@ -810,7 +819,7 @@ Task<DirPage> Spokes::readdir(const OpContext& ctx, Ino dir, std::uint64_t cooki
   auto w = co_await std::move(wop);
   if (!w) co_return w.error();
   Mount& m = *w->mount;
-  auto op = riding_out_lost_feed(m, [&] { return hub_listing(m, w->shadow.hub_ino, w->shadow.path); });
+  auto op = hub_listing(m, w->shadow.hub_ino, w->shadow.path);
   auto entries = co_await std::move(op);
   if (!entries) co_return entries.error();
   max = std::clamp<std::size_t>(max, 1, 100000);

@@ -495,7 +495,8 @@ struct Backlog {
 Backlog backlog(State& st, const Mount& m);
 
 // All entries of a hub directory (the mount's `path`) in name order, with
-// their attributes: cached, else listed (spoke.cpp).
+// their attributes: cached, else listed; a strict mount's feed lost moments
+// ago, or while listing, is waited for (spoke.cpp).
 asio::awaitable<Result<std::vector<std::pair<std::string, wire::FileAttr>>>> hub_listing(Mount& m, std::uint64_t dir_hub_ino,
                                                                                            std::string path);
 
