@@ -3,9 +3,11 @@
 // transactions are short and rarely collide, so they take no locks and pay
 // only a check of the keys they read for update when they commit.
 #include "backend/kv/kv.hpp"
+#include "backend/kv/wal_files.hpp"
 
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
@@ -152,7 +154,8 @@ class RocksTxn final : public Txn {
 
 class RocksStore final : public Store {
  public:
-  explicit RocksStore(rocksdb::OptimisticTransactionDB* db) : db_(db) {}
+  RocksStore(std::unique_ptr<rocksdb::Env> env, rocksdb::OptimisticTransactionDB* db)
+      : env_(std::move(env)), db_(db) {}
 
   std::unique_ptr<Txn> begin() override {
     return std::make_unique<RocksTxn>(*this, logs_, db_->BeginTransaction(rocksdb::WriteOptions()));
@@ -230,12 +233,14 @@ class RocksStore final : public Store {
   }
 
  private:
+  std::unique_ptr<rocksdb::Env> env_;  // the database's, so outlives it
   std::unique_ptr<rocksdb::OptimisticTransactionDB> db_;
   Logs logs_;
 };
 
-rocksdb::Options make_options(const RocksDbOptions& o) {
+rocksdb::Options make_options(const RocksDbOptions& o, rocksdb::Env* env) {
   rocksdb::Options options;
+  options.env = env;
   options.create_if_missing = true;
   options.max_background_jobs = 2;
   options.write_buffer_size = o.write_buffer_bytes;
@@ -272,14 +277,15 @@ rocksdb::Options make_options(const RocksDbOptions& o) {
 }  // namespace
 
 std::unique_ptr<Store> open_rocksdb(const RocksDbOptions& options, Status* error) {
+  auto env = rocksdb::NewCompositeEnv(zeroed_wal_file_system(rocksdb::FileSystem::Default()));
   rocksdb::OptimisticTransactionDB* db = nullptr;
-  auto s = rocksdb::OptimisticTransactionDB::Open(make_options(options), options.path, &db);
+  auto s = rocksdb::OptimisticTransactionDB::Open(make_options(options, env.get()), options.path, &db);
   if (!s.ok()) {
     if (error) *error = to_status(s);
     return nullptr;
   }
   if (error) *error = Status::Ok();
-  return std::make_unique<RocksStore>(db);
+  return std::make_unique<RocksStore>(std::move(env), db);
 }
 
 }  // namespace weft::kv
