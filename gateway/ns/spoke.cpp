@@ -712,10 +712,6 @@ asio::awaitable<Result<Entries>> hub_listing(Mount& m, std::uint64_t dir_hub_ino
   co_return co_await std::move(op);
 }
 
-}  // namespace spoke_detail
-
-namespace spoke_detail {
-
 asio::awaitable<Result<Where>> readable_dir(Spokes& spokes, Namespace::Impl& ns, State& st, const OpContext& ctx,
                                             Ino dir) {
   auto op = spokes.getattr(ctx, dir);
