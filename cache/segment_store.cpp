@@ -1,5 +1,7 @@
 #include "cache/segment_store.hpp"
 
+#include "backend/data/full_io.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -52,16 +54,9 @@ std::optional<std::uint64_t> segment_seq(const std::string& name) {
   return seq;
 }
 
+// Whether all `n` bytes at `offset` could be read (not past the file's end).
 bool pread_fully(int fd, char* out, std::size_t n, std::uint64_t offset) {
-  while (n > 0) {
-    const ssize_t got = ::pread(fd, out, n, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    out += got;
-    n -= static_cast<std::size_t>(got);
-    offset += static_cast<std::uint64_t>(got);
-  }
-  return true;
+  return data::pread_fully(fd, std::as_writable_bytes(std::span(out, n)), offset) == static_cast<ssize_t>(n);
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 #include "backend/data/file_store.hpp"
 
+#include "backend/data/full_io.hpp"
+
 #include <array>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -72,14 +75,10 @@ int copy_contents(int src, int dst) {
       return -errno;
     }
     if (n == 0) return 0;
-    for (ssize_t done = 0; done < n;) {
-      const ssize_t w = ::pwrite(dst, buf.data() + done, static_cast<std::size_t>(n - done), at + done);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return -errno;
-      }
-      done += w;
-    }
+    if (const int e = pwrite_fully(dst, std::as_bytes(std::span(buf.data(), static_cast<std::size_t>(n))),
+                                   static_cast<std::uint64_t>(at));
+        e != 0)
+      return -e;
     at += n;
   }
 }

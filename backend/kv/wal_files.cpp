@@ -1,5 +1,7 @@
 #include "backend/kv/wal_files.hpp"
 
+#include "backend/data/full_io.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -7,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <span>
 #include <string_view>
 #include <thread>
 
@@ -29,25 +32,14 @@ rocksdb::IOStatus io_error(std::string_view what, const std::string& path) {
   return e == ENOSPC || e == EDQUOT ? rocksdb::IOStatus::NoSpace(message) : rocksdb::IOStatus::IOError(message);
 }
 
-bool write_all(int fd, const char* data, std::size_t n, std::uint64_t offset) {
-  while (n > 0) {
-    const ssize_t w = ::pwrite(fd, data, n, static_cast<off_t>(offset));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    data += w;
-    n -= static_cast<std::size_t>(w);
-    offset += static_cast<std::uint64_t>(w);
-  }
-  return true;
-}
-
 // Zeros over [from, to) of the file, synced: the blocks and the size are on
 // disk before any record lands in them. A failure costs only speed: a record
 // past the zeros grows the file, and its sync commits the journal as usual.
 bool lay_zeros(int fd, std::uint64_t from, std::uint64_t to) {
-  for (std::uint64_t at = from; at < to; at += kZeroBlock)
-    if (!write_all(fd, zeros(), static_cast<std::size_t>(std::min<std::uint64_t>(kZeroBlock, to - at)), at))
-      return false;
+  for (std::uint64_t at = from; at < to; at += kZeroBlock) {
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kZeroBlock, to - at));
+    if (data::pwrite_fully(fd, std::as_bytes(std::span(zeros(), n)), at) != 0) return false;
+  }
   return ::fdatasync(fd) == 0;
 }
 
@@ -69,7 +61,10 @@ class ZeroedLog : public rocksdb::FSWritableFile {
       const std::uint64_t to = (end / kZeroStep + 1) * kZeroStep;
       if (lay_zeros(fd_, zeroed_, to)) zeroed_ = to;
     }
-    if (!write_all(fd_, data.data(), data.size(), size_)) return io_error("writing", path_);
+    if (const int e = data::pwrite_fully(fd_, std::as_bytes(std::span(data.data(), data.size())), size_); e != 0) {
+      errno = e;
+      return io_error("writing", path_);
+    }
     size_ = end;
     zeroed_ = std::max(zeroed_, size_);
     if (!laying_.joinable() && zeroed_ - size_ < kZeroStep / 2) start_laying();

@@ -1,6 +1,7 @@
 #include "backend/objects/pack_store.hpp"
 
 #include "backend/connectors/s3_client.hpp"
+#include "backend/data/full_io.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -41,25 +42,15 @@ Error io_failure(std::string_view what, int error) {
 // The bytes of [offset, offset + length) of `fd`.
 Result<std::string> read_range(int fd, std::uint64_t offset, std::uint64_t length) {
   std::string bytes(length, '\0');
-  std::uint64_t done = 0;
-  while (done < length) {
-    ssize_t n = ::pread(fd, bytes.data() + done, length - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return io_failure("reading a data file", errno);
-    if (n == 0) return failure(Errc::io, "reading a data file: shorter than its size");
-    done += static_cast<std::uint64_t>(n);
-  }
+  const ssize_t n = data::pread_fully(fd, std::as_writable_bytes(std::span(bytes)), offset);
+  if (n < 0) return io_failure("reading a data file", static_cast<int>(-n));
+  if (static_cast<std::uint64_t>(n) < length) return failure(Errc::io, "reading a data file: shorter than its size");
   return bytes;
 }
 
 Status write_range(int fd, std::uint64_t offset, std::string_view bytes) {
-  std::uint64_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return io_failure("writing a data file", errno);
-    done += static_cast<std::uint64_t>(n);
-  }
+  if (const int e = data::pwrite_fully(fd, std::as_bytes(std::span(bytes.data(), bytes.size())), offset); e != 0)
+    return io_failure("writing a data file", e);
   return {};
 }
 

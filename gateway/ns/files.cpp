@@ -2,6 +2,7 @@
 // sealing into versions, staged (atomically replacing) files, recovery.
 #include "gateway/ns/impl.hpp"
 
+#include "backend/data/full_io.hpp"
 #include "backend/data/manifest.hpp"
 
 #include <spdlog/spdlog.h>
@@ -44,12 +45,10 @@ Errc from_errno(int e) {
 
 Status read_fully(int fd, std::uint64_t off, std::span<std::byte> out) {
   std::size_t done = 0;
-  while (fd >= 0 && done < out.size()) {
-    ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(off + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return from_errno(errno);
-    if (n == 0) break;
-    done += static_cast<std::size_t>(n);
+  if (fd >= 0) {
+    const ssize_t n = data::pread_fully(fd, out, off);
+    if (n < 0) return from_errno(static_cast<int>(-n));
+    done = static_cast<std::size_t>(n);
   }
   std::memset(out.data() + done, 0, out.size() - done);
   return {};
@@ -62,14 +61,8 @@ void pace_writeback(int fd, std::uint64_t* unwritten, std::size_t wrote) {
   *unwritten = 0;
 }
 
-Status write_fully(int fd, std::uint64_t off, std::span<const std::byte> data) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(off + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return from_errno(errno);
-    done += static_cast<std::size_t>(n);
-  }
+Status write_fully(int fd, std::uint64_t off, std::span<const std::byte> bytes) {
+  if (const int e = data::pwrite_fully(fd, bytes, off); e != 0) return from_errno(e);
   return {};
 }
 
