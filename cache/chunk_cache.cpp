@@ -267,9 +267,9 @@ asio::awaitable<std::pair<Result<Bytes>, ChunkCache::Held>> ChunkCache::fetch_th
   std::vector<std::pair<Digest, Bytes>> victims;
   if (!fetched) {
     result = fetched.error();
-  } else if (fetched_as != Fetched::unchecked || sha256(*fetched) == d) {
-    content = fetched_as == Fetched::named ? sha256(*fetched) : d;
-    auto bytes = std::make_shared<const std::string>(std::move(*fetched));
+  } else if (*fetched && (fetched_as != Fetched::unchecked || sha256(**fetched) == d)) {
+    content = fetched_as == Fetched::named ? sha256(**fetched) : d;
+    Bytes bytes = std::move(*fetched);
     result = bytes;
     std::lock_guard lock(mu_);
     if (content != d) {

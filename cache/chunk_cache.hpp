@@ -103,8 +103,10 @@ class ChunkCache {
   bool put(const Digest& digest, std::string bytes, Put how = Put::check);
   // The chunk: cached, or fetched once for every concurrent caller. The
   // fetch's error is every waiter's error; a fetched chunk that does not
-  // match the digest is std::errc::bad_message.
-  using Fetch = std::function<boost::asio::awaitable<Result<std::string>>()>;
+  // match the digest is std::errc::bad_message. The fetched bytes are
+  // cached as they come, shared rather than copied (a spoke's batch of
+  // chunks hands each to the cache and to the batches that wait for it).
+  using Fetch = std::function<boost::asio::awaitable<Result<Bytes>>()>;
   // `checked`: the fetch verifies what it returns against the digest (the
   // hub client checks every chunk it receives), so it is not hashed twice.
   // `named`: the digest names the bytes without being their hash (a

@@ -123,8 +123,8 @@ struct ChunkBatch {
   std::mutex mu;
   bool started = false;            // guarded by mu
   Errc error = Errc::ok;           // guarded by mu
-  std::vector<std::string> bytes;  // guarded by mu
-  std::vector<bool> not_asked;     // guarded by mu, once fetched: refs cached already when the batch was sent
+  std::vector<cache::Bytes> bytes;  // guarded by mu: shared with the cache and the batches that wait for this one
+  std::vector<bool> not_asked;      // guarded by mu, once fetched: refs cached already when the batch was sent
   Flight fetched;
 
   ChunkBatch() = default;
@@ -228,12 +228,12 @@ asio::awaitable<void> run_batch(std::shared_ptr<ChunkBatch> b) {
     asked.push_back(i);
   }
   Errc error = Errc::ok;
-  std::vector<std::string> bytes(b->refs.size());
+  std::vector<cache::Bytes> bytes(b->refs.size());
   if (!files.empty()) {
     std::vector<std::string> got;
     auto op = request_chunks(*b->client, b->dir, files, got);
     error = co_await std::move(op);
-    for (std::size_t k = 0; k < got.size(); ++k) bytes[asked[k]] = std::move(got[k]);
+    for (std::size_t k = 0; k < got.size(); ++k) bytes[asked[k]] = std::make_shared<const std::string>(std::move(got[k]));
   }
   for (std::size_t k = 0; k < plan.sources.size() && error == Errc::ok; ++k) {
     const auto& [from, index] = plan.sources[k];
@@ -259,7 +259,7 @@ asio::awaitable<void> run_batch(std::shared_ptr<ChunkBatch> b) {
 }
 
 // Chunk `i` of a batch (the chunk cache's miss handler).
-asio::awaitable<cache::Result<std::string>> fetch_from_batch(std::shared_ptr<ChunkBatch> b, std::size_t i) {
+asio::awaitable<cache::Result<cache::Bytes>> fetch_from_batch(std::shared_ptr<ChunkBatch> b, std::size_t i) {
   bool lead;
   {
     std::lock_guard lock(b->mu);
@@ -282,7 +282,7 @@ asio::awaitable<cache::Result<std::string>> fetch_from_batch(std::shared_ptr<Chu
   std::vector<std::string> got;
   auto op = request_chunks(*b->client, b->dir, alone, got);
   if (Errc e = co_await std::move(op); e != Errc::ok) co_return make_error_code(e);
-  co_return std::move(got.front());
+  co_return std::make_shared<const std::string>(std::move(got.front()));
 }
 
 struct BatchSlot {

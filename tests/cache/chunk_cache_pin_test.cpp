@@ -15,6 +15,7 @@
 namespace asio = boost::asio;
 using namespace weft::cache;
 using weft::cache::test::chunk;
+using weft::cache::test::fetched;
 
 namespace {
 
@@ -111,7 +112,7 @@ TEST_CASE("chunk cache evict: a list or everything, from both tiers, pinned chun
   const Digest name = sha256("a name, not the content");
   c.pin("/remote/file", {name});
   asio::io_context io;
-  ChunkCache::Fetch fetch = []() -> asio::awaitable<Result<std::string>> { co_return chunk(77); };
+  ChunkCache::Fetch fetch = []() -> asio::awaitable<Result<Bytes>> { co_return fetched(chunk(77)); };
   asio::co_spawn(io, [&]() -> asio::awaitable<void> {
     auto r = co_await c.get_or_fetch(name, fetch, ChunkCache::Fetched::named);
     CHECK(r.has_value());

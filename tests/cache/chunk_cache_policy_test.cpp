@@ -16,6 +16,7 @@
 namespace asio = boost::asio;
 using namespace weft::cache;
 using weft::cache::test::chunk;
+using weft::cache::test::fetched;
 
 namespace {
 
@@ -28,7 +29,7 @@ learn::Time now_ns() {
 Result<Bytes> fetch(ChunkCache& c, unsigned seed, learn::Outlook outlook) {
   asio::io_context io;
   Result<Bytes> out = std::make_error_code(std::errc::operation_in_progress);
-  ChunkCache::Fetch f = [seed]() -> asio::awaitable<Result<std::string>> { co_return chunk(seed); };
+  ChunkCache::Fetch f = [seed]() -> asio::awaitable<Result<Bytes>> { co_return fetched(chunk(seed)); };
   asio::co_spawn(io, [&]() -> asio::awaitable<void> {
     out = co_await c.get_or_fetch(sha256(chunk(seed)), f, ChunkCache::Fetched::unchecked, outlook);
   }, asio::detached);

@@ -22,6 +22,7 @@
 namespace asio = boost::asio;
 using namespace weft::cache;
 using weft::cache::test::chunk;
+using weft::cache::test::fetched;
 
 TEST_CASE("chunk cache: Put::hashed takes the caller's word, and the SSD tier still checks what it reads back") {
   weft::test::TempDir dir;
@@ -266,11 +267,11 @@ TEST_CASE("chunk cache: concurrent misses of one chunk run one fetch; errors and
   const std::string content = chunk(42, 5000);
   const Digest d = sha256(content);
   // A slow fetch: every caller arrives while it runs.
-  ChunkCache::Fetch slow = [&]() -> asio::awaitable<Result<std::string>> {
+  ChunkCache::Fetch slow = [&]() -> asio::awaitable<Result<Bytes>> {
     fetches++;
     asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(50));
     co_await t.async_wait(asio::use_awaitable);
-    co_return content;
+    co_return fetched(content);
   };
   int ok = 0;
   for (int i = 0; i < 10; ++i) {
@@ -295,15 +296,15 @@ TEST_CASE("chunk cache: concurrent misses of one chunk run one fetch; errors and
   // A failed fetch fails every waiter, and the next miss fetches again.
   const Digest other = sha256("other");
   int failed = 0;
-  ChunkCache::Fetch broken = [&]() -> asio::awaitable<Result<std::string>> {
+  ChunkCache::Fetch broken = [&]() -> asio::awaitable<Result<Bytes>> {
     fetches++;
     asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(20));
     co_await t.async_wait(asio::use_awaitable);
     co_return std::make_error_code(std::errc::host_unreachable);
   };
-  ChunkCache::Fetch liar = [&]() -> asio::awaitable<Result<std::string>> {
+  ChunkCache::Fetch liar = [&]() -> asio::awaitable<Result<Bytes>> {
     fetches++;
-    co_return std::string("not other");
+    co_return fetched("not other");
   };
   io.restart();
   for (int i = 0; i < 4; ++i) {
@@ -324,6 +325,20 @@ TEST_CASE("chunk cache: concurrent misses of one chunk run one fetch; errors and
   io.run();
   CHECK(fetches == 3);
   CHECK_FALSE(c.get(other));
+  // A fetch that hands over no bytes at all is refused the same way.
+  ChunkCache::Fetch empty = [&]() -> asio::awaitable<Result<Bytes>> {
+    fetches++;
+    co_return Bytes{};
+  };
+  io.restart();
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    auto r = co_await c.get_or_fetch(other, empty, ChunkCache::Fetched::checked);
+    CHECK_FALSE(r.has_value());
+    CHECK(r.error() == std::make_error_code(std::errc::bad_message));
+  }, asio::detached);
+  io.run();
+  CHECK(fetches == 4);
+  CHECK_FALSE(c.get(other));
 }
 
 TEST_CASE("chunk cache: a fetch that checked its bytes itself is stored as it came") {
@@ -334,9 +349,9 @@ TEST_CASE("chunk cache: a fetch that checked its bytes itself is stored as it ca
   int fetches = 0;
   const std::string content = chunk(7, 3000);
   const Digest d = sha256(content);
-  ChunkCache::Fetch checked = [&]() -> asio::awaitable<Result<std::string>> {
+  ChunkCache::Fetch checked = [&]() -> asio::awaitable<Result<Bytes>> {
     fetches++;
-    co_return content;
+    co_return fetched(content);
   };
   for (int round = 0; round < 2; ++round) {
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
@@ -361,9 +376,9 @@ TEST_CASE("chunk cache: a named chunk is stored under its content's digest, thro
   const Digest name = sha256("a name, not the content");
   const Digest alias = sha256("another name of the same bytes");
   int fetches = 0;
-  ChunkCache::Fetch fetch = [&]() -> asio::awaitable<Result<std::string>> {
+  ChunkCache::Fetch fetch = [&]() -> asio::awaitable<Result<Bytes>> {
     fetches++;
-    co_return content;
+    co_return fetched(content);
   };
   auto run = [](ChunkCache& c, const Digest& d, ChunkCache::Fetch f) {
     asio::io_context io;

@@ -17,6 +17,7 @@
 namespace asio = boost::asio;
 using namespace weft::cache;
 using weft::cache::test::chunk;
+using weft::cache::test::fetched;
 
 namespace {
 
@@ -44,9 +45,9 @@ TEST_CASE("trace recorder: reads through the chunk cache, with their tier, repla
   int fetches = 0;
   auto read = [&](unsigned seed, std::uint64_t offset, bool traced) {
     asio::io_context io;
-    ChunkCache::Fetch f = [&fetches, seed]() -> asio::awaitable<Result<std::string>> {
+    ChunkCache::Fetch f = [&fetches, seed]() -> asio::awaitable<Result<Bytes>> {
       fetches++;
-      co_return chunk(seed);
+      co_return fetched(chunk(seed));
     };
     const ChunkCache::Reader reader{recorder->get(), "job-7", "datasets/train/a.bin", 3, offset};
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
