@@ -9,7 +9,10 @@ namespace {
 constexpr double kAlignedConfidence = 0.9, kDepthDecay = 0.995;
 }
 
-SuccessorExpert::SuccessorExpert(SuccessorOptions options) : options_(options) {}
+SuccessorExpert::SuccessorExpert(SuccessorOptions options) : options_(options) {
+  double confidence = kAlignedConfidence;
+  for (std::size_t d = 0; d < options_.depth; ++d, confidence *= kDepthDecay) aligned_confidence_.push_back(confidence);
+}
 
 void SuccessorExpert::observe(const Read& read) {
   Client& c = clients_[read.client];
@@ -30,39 +33,50 @@ void SuccessorExpert::observe(const Read& read) {
     }
     c.aligned = match;
     out.push_back({read.file, read.client, c.transitions++});
-    if (out.size() > options_.transitions_per_file) out.erase(out.begin());
+    if (out.size() > options_.transitions_per_file) {
+      out.erase(out.begin());
+      ++evictions_;
+    }
   }
   c.last = read.file;
-  rebuild_chain(c);
+  // Read as the aligned chain said: the same chain one step on (what
+  // making it afresh would give while no transition it follows was
+  // dropped), found in one step instead of options_.depth.
+  const bool as_chained = c.aligned && !c.chain.empty() && c.chain.front().file == read.file &&
+                          c.chain.front().via.stream == c.aligned->stream &&
+                          c.chain.front().via.index == c.aligned->index && c.chain_evictions == evictions_;
+  if (!as_chained) return rebuild_chain(c);
+  c.chain.pop_front();
+  extend_chain(c);
+}
+
+void SuccessorExpert::extend_chain(Client& c) const {
+  FileId at = c.chain.empty() ? *c.last : c.chain.back().file;
+  Transition next = c.chain.empty() ? *c.aligned : c.chain.back().via;
+  while (c.chain.size() < options_.depth) {
+    auto it = out_of_.find(at);
+    if (it == out_of_.end()) break;
+    auto t = std::find_if(it->second.begin(), it->second.end(), [&](const Transition& x) {
+      return x.stream == next.stream && x.index == next.index + 1;
+    });
+    if (t == it->second.end()) break;
+    c.chain.push_back({t->to, 0, *t});
+    at = t->to;
+    next = *t;
+  }
 }
 
 void SuccessorExpert::rebuild_chain(Client& c) const {
   c.chain.clear();
+  c.chain_evictions = evictions_;
   if (!c.last) return;
-  if (c.aligned) {
-    FileId at = *c.last;
-    Transition next = *c.aligned;
-    double confidence = kAlignedConfidence;
-    for (std::size_t d = 0; d < options_.depth; ++d) {
-      auto it = out_of_.find(at);
-      if (it == out_of_.end()) break;
-      auto t = std::find_if(it->second.begin(), it->second.end(), [&](const Transition& x) {
-        return x.stream == next.stream && x.index == next.index + 1;
-      });
-      if (t == it->second.end()) break;
-      c.chain.push_back({t->to, confidence});
-      confidence *= kDepthDecay;
-      at = t->to;
-      next = *t;
-    }
-    return;
-  }
+  if (c.aligned) return extend_chain(c);
   auto it = out_of_.find(*c.last);
   if (it == out_of_.end()) return;
   std::map<FileId, double> counts;
   for (const Transition& t : it->second) counts[t.to] += 1;
   // One transition seen once is a weak guess: n / (seen + 1).
-  for (const auto& [file, n] : counts) c.chain.push_back({file, n / static_cast<double>(it->second.size() + 1)});
+  for (const auto& [file, n] : counts) c.chain.push_back({file, n / static_cast<double>(it->second.size() + 1), {}});
   std::stable_sort(c.chain.begin(), c.chain.end(),
                    [](const Step& a, const Step& b) { return a.confidence > b.confidence; });
 }
@@ -71,7 +85,8 @@ Prediction SuccessorExpert::prediction(const Client& c, std::size_t depth, Time 
   // Unaligned alternatives are all one step ahead.
   const double ahead = c.aligned ? static_cast<double>(depth + 1) : 1.0;
   const Time expected = c.pace.after(ahead, now);
-  return {c.chain[depth].file, 0, 0, c.chain[depth].confidence, expected, c.pace.after(2 * ahead, now) + c.pace.slack()};
+  const double confidence = c.aligned ? aligned_confidence_[depth] : c.chain[depth].confidence;
+  return {c.chain[depth].file, 0, 0, confidence, expected, c.pace.after(2 * ahead, now) + c.pace.slack()};
 }
 
 void SuccessorExpert::predict(ClientId client, Time now, std::size_t limit, const Covered& covered,

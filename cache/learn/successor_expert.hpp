@@ -11,6 +11,7 @@
 #include "cache/learn/expert.hpp"
 #include "cache/learn/pace.hpp"
 
+#include <deque>
 #include <unordered_map>
 
 namespace weft::cache::learn {
@@ -37,21 +38,30 @@ class SuccessorExpert final : public Expert {
   };
   struct Step {
     FileId file;
-    double confidence;
+    double confidence;  // of an unaligned chain (an aligned one's is by depth)
+    Transition via;     // of an aligned chain: the earlier pass's transition to `file`
   };
   struct Client {
     std::optional<FileId> last;
     std::uint32_t transitions = 0;
     std::optional<Transition> aligned;  // the earlier transition the latest one repeated
-    std::vector<Step> chain;            // predicted files, next first
+    std::deque<Step> chain;             // predicted files, next first
+    std::uint64_t chain_evictions = 0;  // evictions_ when the chain was made
     Pace pace;
   };
   void rebuild_chain(Client& c) const;
+  // Follows an aligned chain's pass from its last step (or from the file
+  // just read) to its end or options_.depth steps.
+  void extend_chain(Client& c) const;
   Prediction prediction(const Client& c, std::size_t depth, Time now) const;
 
   const SuccessorOptions options_;
+  std::vector<double> aligned_confidence_;  // by depth
   std::unordered_map<FileId, std::vector<Transition>> out_of_;  // oldest first
   std::unordered_map<ClientId, Client> clients_;
+  // Transitions dropped from out_of_ so far: a chain made before one may
+  // follow it, and is made afresh rather than moved on.
+  std::uint64_t evictions_ = 0;
 };
 
 }  // namespace weft::cache::learn

@@ -8,7 +8,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "trace_builder.hpp"
@@ -192,6 +194,91 @@ TEST_CASE("successor expert: a rerun in the same order is followed many files de
   REQUIRE(guess.size() == 1);
   CHECK(guess[0].file == seq[51]);
   CHECK(guess[0].confidence == doctest::Approx(0.5));
+}
+
+// The successor model restated plainly: every file's last four transitions
+// (to, stream, index) and each client's alignment, the chain followed from
+// scratch on every question. The expert moves its chains on as they are
+// read; it must answer as this does.
+struct SuccessorOracle {
+  struct Move {
+    FileId to;
+    ClientId stream;
+    std::uint32_t index;
+  };
+  std::map<FileId, std::vector<Move>> out_of;
+  std::map<ClientId, std::optional<FileId>> last;
+  std::map<ClientId, std::uint32_t> moves;
+  std::map<ClientId, std::optional<Move>> aligned;
+
+  void observe(ClientId c, FileId f) {
+    if (last[c] == f) return;
+    if (last[c]) {
+      auto& out = out_of[*last[c]];
+      std::optional<Move> match;
+      for (const Move& m : out) {
+        if (m.to != f) continue;
+        match = m;
+        if (aligned[c] && m.stream == aligned[c]->stream && m.index == aligned[c]->index + 1) break;
+      }
+      aligned[c] = match;
+      out.push_back({f, c, moves[c]++});
+      if (out.size() > 4) out.erase(out.begin());
+    }
+    last[c] = f;
+  }
+  // The aligned chain's files (empty when not aligned).
+  std::vector<FileId> chain(ClientId c, std::size_t depth) {
+    std::vector<FileId> files;
+    if (!aligned[c]) return files;
+    FileId at = *last[c];
+    Move next = *aligned[c];
+    while (files.size() < depth) {
+      const auto& out = out_of[at];
+      auto m = std::find_if(out.begin(), out.end(), [&](const Move& x) {
+        return x.stream == next.stream && x.index == next.index + 1;
+      });
+      if (m == out.end()) break;
+      files.push_back(m->to);
+      at = m->to;
+      next = *m;
+    }
+    return files;
+  }
+};
+
+TEST_CASE("successor expert: a chain moved on as it is read is the chain made afresh") {
+  SuccessorExpert s;
+  SuccessorOracle oracle;
+  SplitMix64 rng(11);
+  std::vector<FileId> order(300);
+  std::iota(order.begin(), order.end(), 0u);
+  for (std::size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
+  Time t = 0;
+  int checked = 0;
+  // After each of its reads, a client's proposals are its chain as made
+  // from scratch (without the file it reads).
+  auto read = [&](ClientId c, FileId f) {
+    s.observe({t += kMillisecond, c, f, 0, 10});
+    oracle.observe(c, f);
+    std::vector<FileId> expected = oracle.chain(c, 128);
+    if (expected.empty()) return;  // unaligned: the one-step guesses, made afresh each time
+    std::erase(expected, f);
+    const auto got = predict(s, c, t, 1000);
+    CHECK(files_of(got) == expected);
+    for (std::size_t d = 1; d < got.size(); ++d) CHECK(got[d].confidence <= got[d - 1].confidence);
+    ++checked;
+  };
+  // Job 1's pass; job 2 reruns it, now and then straying, while job 3
+  // reads at random (its moves push the oldest out of the files' lists)
+  // and job 4 follows job 2 a few files behind.
+  for (FileId f : order) read(1, f);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    read(2, rng.below(20) == 0 ? order[rng.below(order.size())] : order[i]);
+    if (i >= 5) read(4, order[i - 5]);
+    for (int k = 0; k < 3; ++k) read(3, static_cast<FileId>(rng.below(order.size())));
+  }
+  CHECK(checked > 400);
 }
 
 TEST_CASE("popularity expert: files every other job read are proposed first, with a learned share") {
