@@ -55,7 +55,7 @@ std::optional<std::uint64_t> segment_seq(const std::string& name) {
 }
 
 // Whether all `n` bytes at `offset` could be read (not past the file's end).
-bool pread_fully(int fd, char* out, std::size_t n, std::uint64_t offset) {
+bool read_exactly(int fd, char* out, std::size_t n, std::uint64_t offset) {
   return data::pread_fully(fd, std::as_writable_bytes(std::span(out, n)), offset) == static_cast<ssize_t>(n);
 }
 
@@ -109,7 +109,7 @@ Result<std::unique_ptr<SegmentStore>> SegmentStore::open(fs::path dir, std::uint
     // than the file holds (a write a crash cut short): the rest is cut off.
     std::uint64_t at = 0;
     char head[kHead];
-    while (at + kHead <= file_size && pread_fully(fd, head, kHead, at)) {
+    while (at + kHead <= file_size && read_exactly(fd, head, kHead, at)) {
       const std::uint32_t length = get_le32(head + 4);
       if (get_le32(head) != kMagic || length > kMaxRecord || at + kHead + length > file_size) break;
       Digest d;
@@ -146,7 +146,7 @@ Bytes SegmentStore::read(const Digest& d) {
     w = it->second;
   }
   std::string bytes(w.length, '\0');
-  if (pread_fully(w.segment->fd, bytes.data(), bytes.size(), w.offset) && sha256(bytes) == d)
+  if (read_exactly(w.segment->fd, bytes.data(), bytes.size(), w.offset) && sha256(bytes) == d)
     return std::make_shared<const std::string>(std::move(bytes));
   std::lock_guard lock(mu_);
   if (auto it = index_.find(d); it != index_.end() && it->second.segment == w.segment && it->second.offset == w.offset)
@@ -269,7 +269,7 @@ void SegmentStore::evict_past_budget(std::vector<std::shared_ptr<Segment>>& doom
     if (seg == active_) active_.reset();  // what is kept goes to a segment of its own
     for (const auto& [d, w] : kept) {
       std::string bytes(w.length, '\0');
-      if (pread_fully(seg->fd, bytes.data(), bytes.size(), w.offset) && sha256(bytes) == d) append_locked(d, bytes);
+      if (read_exactly(seg->fd, bytes.data(), bytes.size(), w.offset) && sha256(bytes) == d) append_locked(d, bytes);
     }
     std::lock_guard lock(mu_);
     auto at = std::find(segments_.begin(), segments_.end(), seg);

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <string>
 #include <span>
+#include <string>
 #include <string_view>
 #include <thread>
 
