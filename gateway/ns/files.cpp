@@ -380,7 +380,8 @@ Status Namespace::Impl::ensure_working(FileState& fs, bool keep_content) {
   };
   if (!clone && fs.size > 0) {
     std::size_t n = std::min<std::size_t>(fs.inline_data.size(), fs.size);
-    if (n && ::pwrite(fd, fs.inline_data.data(), n, 0) != static_cast<ssize_t>(n)) return fail(errno);
+    if (const int e = data::pwrite_fully(fd, std::as_bytes(std::span(fs.inline_data.data(), n)), 0); e != 0)
+      return fail(e);
     if (::ftruncate(fd, static_cast<off_t>(fs.size)) != 0) return fail(errno);
   }
   if (fs.fd >= 0) ::close(fs.fd);
@@ -397,9 +398,7 @@ Status Namespace::Impl::spill(FileState& fs) {
   if (!fid) return fid.error();
   int fd = store->open_file(*fid, O_RDWR | O_CREAT | O_EXCL);
   if (fd < 0) return from_errno(-fd);
-  if (!fs.inline_data.empty() &&
-      ::pwrite(fd, fs.inline_data.data(), fs.inline_data.size(), 0) != static_cast<ssize_t>(fs.inline_data.size())) {
-    int e = errno;
+  if (const int e = data::pwrite_fully(fd, std::as_bytes(std::span(fs.inline_data)), 0); e != 0) {
     ::close(fd);
     store->remove(*fid);
     return from_errno(e);
