@@ -312,6 +312,17 @@ void Chunker::update_zeros(std::uint64_t count) {
   }
 }
 
+bool Chunker::update_named(std::uint32_t length, const Digest& digest) {
+  auto& s = *state_;
+  assert(!s.finished);
+  if (s.pos != 0 || length == 0 || length > s.params.max_size) return false;
+  if (s.unnamed_count > 0) s.name_chunks();  // they come first
+  s.chunks.push_back(Chunk{s.chunk_start, length, digest});
+  s.chunk_start += length;
+  s.consumed += length;
+  return true;
+}
+
 void Chunker::finish() {
   auto& s = *state_;
   if (!s.finished && s.pos > 0) s.end_chunk();

@@ -47,6 +47,14 @@ class Chunker {
   // reading or hashing them: from a chunk start, zeros cut where every run
   // of zeros cuts, so whole zero chunks are named once and repeated.
   void update_zeros(std::uint64_t count);
+  // As update() with one whole chunk of `length` bytes named `digest`,
+  // which the caller cut and hashed with this chunker's parameters (a sender
+  // that chunked the same content): taken as it is, neither scanned nor
+  // hashed again. Only at a chunk start and for a length up to max_size;
+  // otherwise it returns false, takes nothing, and the caller update()s the
+  // bytes. A cut the sender placed elsewhere than this chunker would costs
+  // dedup, not correctness: the digest still names the bytes.
+  bool update_named(std::uint32_t length, const Digest& digest);
   // Ends the last chunk (if any bytes are pending). No update() after this.
   void finish();
   std::uint64_t consumed() const;

@@ -263,6 +263,34 @@ std::optional<std::uint64_t> bytes_read() {
 
 }  // namespace
 
+TEST_CASE("chunks named by the caller, mixed with bytes, chunk as the bytes alone do") {
+  const auto bytes = random_bytes(3u << 20, 11);
+  const auto whole = chunk_all(bytes);
+  REQUIRE(whole.size() > 12);
+  // Every third chunk comes named, the rest as bytes in pieces that split
+  // chunks: the named ones are taken after the held ones, in file order.
+  data::Chunker c;
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    const Chunk& k = whole[i];
+    if (i % 3 == 1) {
+      CHECK(c.update_named(k.length, k.digest));
+      continue;
+    }
+    const auto piece = std::span(bytes).subspan(k.offset, k.length);
+    c.update(piece.first(k.length / 2));
+    CHECK_FALSE(c.update_named(k.length, k.digest));  // inside a chunk: taken nothing
+    c.update(piece.subspan(k.length / 2));
+  }
+  c.finish();
+  CHECK(c.consumed() == bytes.size());
+  CHECK(same_chunks(c.chunks(), whole));
+
+  data::Chunker bounds;
+  CHECK_FALSE(bounds.update_named(0, whole[0].digest));
+  CHECK_FALSE(bounds.update_named(ChunkParams{}.max_size + 1, whole[0].digest));
+  CHECK(bounds.consumed() == 0);
+}
+
 TEST_CASE("runs of zeros given to update_zeros() chunk as the zero bytes do") {
   // Default sizes (zeros are cut at max_size) and small ones (zeros find a
   // cut point of their own before max_size).
