@@ -287,8 +287,8 @@ Task<FileSlice> Namespace::read_slice(const OpContext& ctx, Handle h, std::uint6
   WEFT_ON_CALLER(FileSlice, read, &ctx, return impl_->read_slice(h, offset, max));
 }
 Task<std::size_t> Namespace::write(const OpContext& ctx, Handle h, std::uint64_t offset,
-                                   std::span<const std::byte> data) {
-  WEFT_SPOKE_HANDLE(h, write(ctx, h, offset, data));
+                                   std::span<const std::byte> data, std::span<const ChunkInfo> named) {
+  WEFT_SPOKE_HANDLE(h, write(ctx, h, offset, data));  // a spoke's staged file is cut when it is committed
   // A large write is copied into the page cache and chunked and hashed as
   // it goes (ChunkStream): that runs on the file's strand of the blocking
   // pool, so the connection's thread reads and checks the client's next
@@ -299,11 +299,11 @@ Task<std::size_t> Namespace::write(const OpContext& ctx, Handle h, std::uint64_t
     if (hr && hr->file->writes) {
       if (impl_->closed.load()) co_return Result<std::size_t>(make_error_code(Errc::unavailable));
       co_return co_await offload_on(*hr->file->writes, [&]() -> Result<std::size_t> {
-        return observed<std::size_t>(*impl_, Op::write, &ctx, [&]() -> Result<std::size_t> { return impl_->write(ctx, h, offset, data); });
+        return observed<std::size_t>(*impl_, Op::write, &ctx, [&]() -> Result<std::size_t> { return impl_->write(ctx, h, offset, data, named); });
       });
     }
   }
-  WEFT_ON_CALLER(std::size_t, write, &ctx, return impl_->write(ctx, h, offset, data));
+  WEFT_ON_CALLER(std::size_t, write, &ctx, return impl_->write(ctx, h, offset, data, named));
 }
 Task<void> Namespace::flush(const OpContext& ctx, Handle h) {
   WEFT_SPOKE_HANDLE(h, flush(ctx, h));
@@ -376,8 +376,10 @@ Task<void> Namespace::removexattr(const OpContext& ctx, Ino ino, std::string_vie
 Task<std::vector<bool>> Namespace::have_chunks(const OpContext& ctx, std::vector<Sha256> digests) {
   WEFT_BLOCKING(std::vector<bool>, chunks, &ctx, return impl_->have_chunks(digests));
 }
-Task<std::string> Namespace::chunk_bytes(const OpContext& ctx, Sha256 digest) {
-  WEFT_BLOCKING(std::string, read_version, &ctx, return impl_->chunk_bytes(digest));
+Task<std::vector<std::optional<std::string>>> Namespace::chunk_bytes(const OpContext& ctx,
+                                                                    std::vector<Sha256> digests) {
+  using Found = std::vector<std::optional<std::string>>;
+  WEFT_BLOCKING(Found, read_version, &ctx, return impl_->chunk_bytes(digests));
 }
 Task<Attr> Namespace::commit_if(const OpContext& ctx, Handle h, Ino base_ino, std::uint64_t base_version) {
   WEFT_BLOCKING(Attr, commit, &ctx, return impl_->commit_if(ctx, h, base_ino, base_version));

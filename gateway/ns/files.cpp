@@ -30,6 +30,26 @@ constexpr std::size_t kReadBackBlock = 1 << 20;
 // copied into the file (write()); below it the thread costs more than it saves.
 constexpr std::size_t kSideBySideBytes = 256 << 10;
 
+// Feeds `data`, which starts at the chunker's position, to `chunker`; the
+// whole chunks `named` cuts it into are taken as named where they can be.
+void feed(data::Chunker& chunker, std::span<const std::byte> data, std::span<const ChunkInfo> named) {
+  if (named.empty()) return chunker.update(data);
+  std::size_t at = 0;
+  for (const ChunkInfo& c : named) {
+    if (!chunker.update_named(c.length, c.sha256)) chunker.update(data.subspan(at, c.length));
+    at += c.length;
+  }
+}
+
+// Whether `named` cuts the `size` bytes written at `off` into consecutive chunks.
+bool tiles(std::span<const ChunkInfo> named, std::uint64_t off, std::size_t size) {
+  for (const ChunkInfo& c : named) {
+    if (c.offset != off) return false;
+    off += c.length;
+  }
+  return named.empty() || off - named.front().offset == size;
+}
+
 }  // namespace
 
 Errc from_errno(int e) {
@@ -430,7 +450,8 @@ Status Namespace::Impl::truncate_locked(FileState& fs, std::uint64_t size) {
   return {};
 }
 
-void Namespace::Impl::stream_write(FileState& fs, std::uint64_t off, std::span<const std::byte> data) {
+void Namespace::Impl::stream_write(FileState& fs, std::uint64_t off, std::span<const std::byte> data,
+                                   std::span<const ChunkInfo> named) {
   if (!fs.stream) return;
   ChunkStream& st = *fs.stream;
   if (off < st.chunker.consumed()) {  // rewrites what is chunked already
@@ -450,7 +471,7 @@ void Namespace::Impl::stream_write(FileState& fs, std::uint64_t off, std::span<c
     if (st.ahead.size() > kMaxAheadRanges) fs.stream.reset();
     return;
   }
-  st.chunker.update(data);
+  feed(st.chunker, data, named);
   std::vector<std::byte> back;
   while (!st.ahead.empty() && st.ahead.begin()->first <= st.chunker.consumed()) {
     const std::uint64_t end = st.ahead.begin()->second;
@@ -483,7 +504,8 @@ void Namespace::Impl::stream_truncate(FileState& fs, std::uint64_t size) {
 }
 
 Result<std::size_t> Namespace::Impl::write(const OpContext&, Handle h, std::uint64_t off,
-                                           std::span<const std::byte> data) {
+                                           std::span<const std::byte> data, std::span<const ChunkInfo> named) {
+  if (!tiles(named, off, data.size())) return Errc::invalid;
   auto hr = handle(h);
   if (!hr) return hr.error();
   if (!hr->flags.write) return Errc::bad_handle;
@@ -505,7 +527,8 @@ Result<std::size_t> Namespace::Impl::write(const OpContext&, Handle h, std::uint
     // copies it into the page cache: the two are most of an upload's work,
     // and side by side they take two cores instead of one after the other.
     std::thread chunking;
-    if (data.size() >= kSideBySideBytes && fs.stream && fs.stream->ahead.empty() &&
+    // Named chunks need no hashing: fed after the write (stream_write()).
+    if (named.empty() && data.size() >= kSideBySideBytes && fs.stream && fs.stream->ahead.empty() &&
         off == fs.stream->chunker.consumed()) {
       try {
         chunking = std::thread([&chunker = fs.stream->chunker, data] { chunker.update(data); });
@@ -522,7 +545,7 @@ Result<std::size_t> Namespace::Impl::write(const OpContext&, Handle h, std::uint
     }
     pace_writeback(fs.fd, &fs.unwritten_back, data.size());
   }
-  if (!chunked) stream_write(fs, off, data);
+  if (!chunked) stream_write(fs, off, data, named);
   fs.size = std::max<std::uint64_t>(fs.size, off + data.size());
   fs.mtime_ns = fs.ctime_ns = now_ns();
   fs.change++;

@@ -32,7 +32,16 @@ Result<std::vector<bool>> Namespace::Impl::have_chunks(std::span<const Sha256> d
   return out;
 }
 
-Result<std::string> Namespace::Impl::chunk_bytes(const Sha256& digest) {
+Result<std::vector<std::optional<std::string>>> Namespace::Impl::chunk_bytes(std::span<const Sha256> digests) {
+  std::vector<std::optional<std::string>> out;
+  out.reserve(digests.size());
+  for (const Sha256& d : digests) out.push_back(chunk_bytes(d));
+  return out;
+}
+
+// A chunk that cannot be read intact is as good as missing: the spoke sends
+// it as data instead.
+std::optional<std::string> Namespace::Impl::chunk_bytes(const Sha256& digest) {
   struct Holder {
     Ino ino;
     std::uint64_t version, offset;
@@ -47,7 +56,7 @@ Result<std::string> Namespace::Impl::chunk_bytes(const Sha256& digest) {
     holders.push_back({rec::get_be64(k, p.size()), rec::get_be64(k, p.size() + 8), rec::get_be64(v, 0), length});
     return true;
   });
-  if (!s.ok()) return Errc::io;
+  if (!s.ok()) return std::nullopt;
   // A holder may lose the version between the scan and the read (trimmed,
   // file removed): try the next one.
   OpContext internal;
@@ -56,10 +65,10 @@ Result<std::string> Namespace::Impl::chunk_bytes(const Sha256& digest) {
     std::string bytes(h.length, '\0');
     auto n = read_version(internal, h.ino, h.version, h.offset, std::as_writable_bytes(std::span(bytes)));
     if (!n || *n != h.length) continue;
-    if (to_sha(data::sha256(std::as_bytes(std::span(bytes)))) != digest) return Errc::io;
+    if (to_sha(data::sha256(std::as_bytes(std::span(bytes)))) != digest) return std::nullopt;
     return bytes;
   }
-  return Errc::not_found;
+  return std::nullopt;
 }
 
 Result<Attr> Namespace::Impl::commit_if(const OpContext& ctx, Handle h, Ino base_ino,

@@ -437,13 +437,14 @@ struct Namespace::Impl {
   Result<std::size_t> read(const OpContext& ctx, Handle h, std::uint64_t off, std::span<std::byte> out);
   Result<FileSlice> read_slice(Handle h, std::uint64_t off, std::size_t max);
   Result<std::size_t> write(const OpContext& ctx, Handle h, std::uint64_t off,
-                            std::span<const std::byte> data);
+                            std::span<const std::byte> data, std::span<const ChunkInfo> named = {});
   Status ensure_working(FileState& fs, bool keep_content);
   // Moves a staged file's in-memory content into a new data file.
   Status spill(FileState& fs);
   Status truncate_locked(FileState& fs, std::uint64_t size);
   // Keep fs.stream in step with a write or a truncate (ChunkStream).
-  void stream_write(FileState& fs, std::uint64_t off, std::span<const std::byte> data);
+  void stream_write(FileState& fs, std::uint64_t off, std::span<const std::byte> data,
+                    std::span<const ChunkInfo> named);
   void stream_truncate(FileState& fs, std::uint64_t size);
   Status flush(const OpContext& ctx, Handle h);
   Result<Attr> commit(const OpContext& ctx, Handle h, const XattrsFor& xattrs);
@@ -506,7 +507,8 @@ struct Namespace::Impl {
 
   // --- hub support (hub_api.cpp)
   Result<std::vector<bool>> have_chunks(std::span<const Sha256> digests);
-  Result<std::string> chunk_bytes(const Sha256& digest);
+  Result<std::vector<std::optional<std::string>>> chunk_bytes(std::span<const Sha256> digests);
+  std::optional<std::string> chunk_bytes(const Sha256& digest);
   Result<Attr> commit_if(const OpContext& ctx, Handle h, Ino base_ino, std::uint64_t base_version);
   // In a staged commit's transaction: Errc::conflict unless `current` (the
   // inode its name holds now, 0 for none) is still `base`.

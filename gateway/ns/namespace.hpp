@@ -351,8 +351,12 @@ class Namespace {
   // not_supported when the content is not in such a file (small inline
   // content, a file being written, a spoke mount's file): read() then.
   Task<FileSlice> read_slice(const OpContext& ctx, Handle h, std::uint64_t offset, std::size_t max);
+  // `named`, when given, cuts `data` into whole chunks (consecutive from
+  // `offset`, covering it; Errc::invalid otherwise) whose SHA-256 the
+  // caller checked: content written so in stream order is sealed with those
+  // chunks, not chunked and hashed again (a hub taking a commit's frames).
   Task<std::size_t> write(const OpContext& ctx, Handle h, std::uint64_t offset,
-                          std::span<const std::byte> data);
+                          std::span<const std::byte> data, std::span<const ChunkInfo> named = {});
   // Makes the data written so far durable.
   Task<void> flush(const OpContext& ctx, Handle h);
   // Durable, and sealed into a new version unless another handle still
@@ -385,11 +389,13 @@ class Namespace {
   // --- Hub support (hub_api.cpp): what a hub serves its spokes ----------
   // For each digest, whether some sealed version holds that chunk.
   Task<std::vector<bool>> have_chunks(const OpContext& ctx, std::vector<Sha256> digests);
-  // The bytes of a chunk that some sealed version holds, checked against
-  // its digest (Errc::not_found where none does). Not scoped by the
-  // caller's permissions: the caller proves it knows the content by its
-  // hash, as when a spoke refers to a chunk in a commit.
-  Task<std::string> chunk_bytes(const OpContext& ctx, Sha256 digest);
+  // The bytes of chunks that some sealed version holds, in the order asked,
+  // each checked against its digest (nullopt where no version holds it, or
+  // its copy does not read back intact); several in one call, as a commit
+  // refers to them. Not scoped by the caller's permissions: the caller
+  // proves it knows the content by its hash, as when a spoke refers to a
+  // chunk in a commit.
+  Task<std::vector<std::optional<std::string>>> chunk_bytes(const OpContext& ctx, std::vector<Sha256> digests);
   // commit() of a staged handle with compare-and-swap on what it replaces:
   // Errc::conflict unless its name still holds inode `base_ino` at sealed
   // version `base_version` (base_ino 0: the name must hold nothing).

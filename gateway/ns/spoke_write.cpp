@@ -440,7 +440,7 @@ asio::awaitable<Result<std::optional<wire::FileAttr>>> send_staged(State& st, Na
       s.committed = gen;
       s.finished = s.replaces;
     }
-    // The new version's manifest is known here: the hub cut the same chunks.
+    // The new version's manifest is known here: the hub keeps the chunks as sent.
     if (a.size == size) {
       data::Manifest dm{size, *cut};
       auto man = std::make_shared<wire::Manifest>();

@@ -21,6 +21,10 @@ constexpr std::size_t kMaxDigests = 32768;              // per have request (1 M
 constexpr std::size_t kMaxBatchChunks = 1024;           // per chunks request
 constexpr std::uint64_t kMaxBatchBytes = 64ull << 20;   // logical bytes per chunks request
 constexpr std::size_t kBodyPiece = 256 * 1024;
+// A commit's chunks are written in blocks of about this much content: one
+// trip to the blocking pool for the block's references and one to the
+// file's write strand, not one of each per 64 KiB chunk.
+constexpr std::size_t kCommitBlock = 1 << 20;
 constexpr std::size_t kFrameHead = 42;  // a data frame's bytes besides the chunk's
 // A dir_chunks body: 1024 hex digests and the names they belong to.
 constexpr std::size_t kMaxNamesBody = 2 << 20;
@@ -53,6 +57,53 @@ asio::awaitable<rest::Outcome> send_octets(Request& r, const std::string& body, 
   if (ec) r.c.ex.close_after();
   co_return std::nullopt;
 }
+
+// What a commit has taken from its body and not yet written: the frames
+// of whole chunks from `at` on, named by digests checked on arrival (the
+// frame reader) or by the hub's own copy (chunk_bytes), so the seal does
+// not hash them again. References are looked up when the block is written;
+// those the hub does not hold go into `missing`, and once there are any
+// nothing more is written (the commit fails).
+struct CommitBlock {
+  std::uint64_t at = 0;
+  std::vector<wire::Frame> frames;
+  std::size_t length = 0;  // of the frames' content
+  std::string content;     // the frames' bytes in one write (kept for its capacity)
+  std::vector<ns::ChunkInfo> chunks;
+
+  asio::awaitable<rest::Outcome> write(Request& r, ns::Handle h, const std::string& display, nlohmann::json& missing) {
+    std::vector<ns::Sha256> referred;
+    for (const wire::Frame& f : frames)
+      if (f.kind == wire::Kind::reference) referred.push_back(f.digest);
+    if (!referred.empty()) {
+      auto held = co_await r.s.ns.chunk_bytes(r.c.ctx, std::move(referred));
+      if (!held) co_return rest::from_ns(held.error(), display);
+      std::size_t next = 0;
+      for (wire::Frame& f : frames) {
+        if (f.kind != wire::Kind::reference) continue;
+        std::optional<std::string>& bytes = (*held)[next++];
+        if (bytes && bytes->size() == f.length)
+          f.bytes = std::move(*bytes);
+        else
+          missing.push_back(wire::to_hex(f.digest));
+      }
+    }
+    if (missing.empty()) {
+      content.clear();
+      chunks.clear();
+      for (const wire::Frame& f : frames) {
+        chunks.push_back({at + content.size(), f.length, f.digest});
+        content += f.bytes;
+      }
+      auto w = co_await r.s.ns.write(r.c.ctx, h, at, std::as_bytes(std::span(content.data(), content.size())), chunks);
+      if (!w) co_return rest::from_ns(w.error(), display);
+    }
+    at += length;
+    length = 0;
+    frames.clear();
+    co_return std::nullopt;
+  }
+};
 
 }  // namespace
 
@@ -157,13 +208,11 @@ asio::awaitable<rest::Expected<std::string>> stream_prefix(Request& r) {
       co_return rest::too_large("Weft-Prefix: at most " + std::to_string(kMaxPrefixChunks) + " chunks");
     digests.push_back(*d);
   }
+  auto held = co_await r.s.ns.chunk_bytes(r.c.ctx, std::move(digests));
+  if (!held) co_return rest::from_ns(held.error(), "Weft-Prefix");
   std::string prefix;
-  for (const auto& d : digests) {
-    auto bytes = co_await r.s.ns.chunk_bytes(r.c.ctx, d);
-    if (!bytes) {
-      if (ns::errc_of(bytes.error()) == ns::Errc::not_found) co_return std::string();
-      co_return rest::from_ns(bytes.error(), "chunk " + wire::to_hex(d));
-    }
+  for (const std::optional<std::string>& bytes : *held) {
+    if (!bytes) co_return std::string();
     if (prefix.size() + bytes->size() > kMaxPrefixBytes)
       co_return rest::too_large("Weft-Prefix: at most " + std::to_string(kMaxPrefixBytes) + " bytes of chunks");
     prefix += *bytes;
@@ -282,7 +331,7 @@ Reply commit(Request& r) {
   // (a missing reference), so the spoke reads one clear answer.
   wire::FrameReader reader;
   std::string piece(kBodyPiece, '\0');
-  std::uint64_t offset = 0;
+  CommitBlock block;
   nlohmann::json missing = nlohmann::json::array();
   rest::Outcome failure;
   for (;;) {
@@ -296,31 +345,19 @@ Reply commit(Request& r) {
     reader.append(std::string_view(piece.data(), *n));
     std::optional<wire::Error> error;
     while (auto frame = reader.next(&error)) {
-      std::string referenced;
-      const std::string* bytes = &frame->bytes;
-      if (frame->kind == wire::Kind::reference) {
-        auto held = co_await ns.chunk_bytes(r.c.ctx, frame->digest);
-        if (!held || held->size() != frame->length) {
-          missing.push_back(wire::to_hex(frame->digest));
-          offset += frame->length;
-          continue;
-        }
-        referenced = std::move(*held);
-        bytes = &referenced;
+      block.length += frame->length;
+      block.frames.push_back(std::move(*frame));
+      if (block.length >= kCommitBlock) {
+        failure = co_await block.write(r, h, place->display, missing);
+        if (failure) break;
       }
-      if (missing.empty()) {
-        auto w = co_await ns.write(r.c.ctx, h, offset, std::as_bytes(std::span(bytes->data(), bytes->size())));
-        if (!w) {
-          failure = rest::from_ns(w.error(), place->display);
-          break;
-        }
-      }
-      offset += frame->length;
     }
     if (error) failure = rest::ApiError(400, "bad_frame", std::string(wire::message(*error)));
     if (failure) break;
   }
   if (!failure && !reader.empty()) failure = rest::ApiError(400, "bad_frame", "the commit body ends inside a chunk frame");
+  if (!failure && !block.frames.empty()) failure = co_await block.write(r, h, place->display, missing);
+  const std::uint64_t offset = block.at + block.length;  // the content the body carried
   r.c.content_bytes = offset;
   r.hub.wire_in->inc(r.wire_bytes);
   if (failure || !missing.empty()) {

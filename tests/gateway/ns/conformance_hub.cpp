@@ -46,15 +46,17 @@ NS_TEST("hub: which chunks are held, and their bytes by digest") {
   const auto have = f.ok(ns.have_chunks(cx, {chunks[1].sha256, unknown, sha256("tiny content")}));
   CHECK(have == std::vector<bool>{true, false, true});
 
-  const std::string second = f.ok(ns.chunk_bytes(cx, chunks[1].sha256));
-  CHECK(second == big.substr(chunks[1].offset, chunks[1].length));
-  CHECK(f.ok(ns.chunk_bytes(cx, sha256("tiny content"))) == "tiny content");
-  CHECK(f.err(ns.chunk_bytes(cx, unknown)) == Errc::not_found);
+  // In the order asked; nothing where no version holds the chunk.
+  const auto held = f.ok(ns.chunk_bytes(cx, {chunks[1].sha256, unknown, sha256("tiny content")}));
+  REQUIRE(held.size() == 3);
+  CHECK(held[0] == big.substr(chunks[1].offset, chunks[1].length));
+  CHECK_FALSE(held[1]);
+  CHECK(held[2] == "tiny content");
 
   // Once no version holds it, a chunk is gone: removing the file drops it.
   f.ok(ns.remove(cx, kRootIno, "small"));
   CHECK(f.ok(ns.have_chunks(cx, {sha256("tiny content")})) == std::vector<bool>{false});
-  CHECK(f.err(ns.chunk_bytes(cx, sha256("tiny content"))) == Errc::not_found);
+  CHECK_FALSE(f.ok(ns.chunk_bytes(cx, {sha256("tiny content")})).front());
   (void)s;
 }
 
@@ -93,6 +95,47 @@ NS_TEST("hub: a commit succeeds only on the version it started from") {
   auto [e5, v5] = commit_over(f, kRootIno, "d", "x", 0, 0);
   CHECK(e5 == Errc::conflict);
   (void)unused, (void)v3, (void)v4, (void)v5;
+}
+
+NS_TEST("hub: chunks written with their names are sealed as named, not cut again") {
+  Fixture f(std::make_unique<Combination>());
+  auto& ns = f.ns();
+  const OpContext& cx = f.admin();
+  const std::string big = pattern(12, 0, 900 * 1024);
+  const Attr canon = f.put(kRootIno, "canon", big);
+  const auto cut = f.ok(ns.chunks(cx, canon.ino, canon.version));
+  REQUIRE(cut.size() > 4);
+  const auto chunk = [&](std::uint64_t off, std::uint32_t len) {
+    return ChunkInfo{off, len, sha256(std::string_view(big).substr(off, len))};
+  };
+
+  // The first two chunks named as the chunker cut them; the third named in
+  // two halves, where the chunker would not cut; the rest as bytes alone.
+  const Handle h = f.ok(ns.stage(cx, kRootIno, "named", 0644));
+  const std::uint64_t third = cut[2].offset, half = cut[2].length / 2;
+  const std::vector<ChunkInfo> head{cut[0], cut[1], chunk(third, half), chunk(third + half, cut[2].length - half)};
+  const std::uint64_t head_end = third + cut[2].length;
+  // Names that do not tile what is written are refused, and nothing is written.
+  const std::vector<ChunkInfo> gap{cut[0], cut[2]};
+  CHECK(f.err(ns.write(cx, h, 0, bytes(std::string_view(big).substr(0, cut[0].length + cut[1].length)), gap)) ==
+        Errc::invalid);
+  CHECK(f.ok(ns.write(cx, h, 0, bytes(std::string_view(big).substr(0, head_end)), head)) == head_end);
+  CHECK(f.ok(ns.write(cx, h, head_end, bytes(std::string_view(big).substr(head_end)))) == big.size() - head_end);
+  const Attr a = f.ok(ns.commit_if(cx, h, 0, 0));
+  f.ok(ns.release(cx, h));
+
+  CHECK(f.get(a.ino) == big);
+  const auto sealed = f.ok(ns.chunks(cx, a.ino, a.version));
+  REQUIRE(sealed.size() == cut.size() + 1);
+  for (std::size_t i = 0; i < sealed.size(); ++i) {
+    const ChunkInfo want = i < head.size() ? head[i] : cut[i - 1];
+    CAPTURE(i);
+    CHECK(sealed[i].offset == want.offset);
+    CHECK(sealed[i].length == want.length);
+    CHECK(sealed[i].sha256 == want.sha256);
+  }
+  // A half is a chunk of the hub's like any other.
+  CHECK(f.ok(ns.chunk_bytes(cx, {head[3].sha256})).front() == big.substr(third + half, cut[2].length - half));
 }
 
 }  // namespace weft::ns::test

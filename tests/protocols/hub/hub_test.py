@@ -365,6 +365,26 @@ class CommitTest(HubCase):
         self.assertEqual(r["missing"], [unknown.hex()])
         self.assertEqual(self.rest.get(self.api + "/stat/data/r/broken").status_code, 404)
 
+    def test_a_version_keeps_the_chunks_as_the_frames_cut_them(self):
+        # The hub neither cuts nor hashes a commit's content again: frames up
+        # to the chunker's largest size are its chunks; a larger one is cut
+        # as the hub cuts (the same chunks as the same bytes put).
+        self.call("POST", "mkdir", params={"path": "data/k"})
+        one = os.urandom(1 << 20)
+        body = b"".join(frames.data_frame(one[at:at + 200 * 1024]) for at in range(0, len(one), 200 * 1024))
+        self.commit("data/k/framed", body, 0, 0)
+        self.assertEqual(self.get("data/k/framed"), one)
+        m = self.call("GET", "manifest", params={"path": "data/k/framed"}).json()
+        self.assertEqual([c["length"] for c in m["chunks"]], [200 * 1024] * 5 + [len(one) - 5 * 200 * 1024])
+        self.assertEqual([c["sha256"] for c in m["chunks"]],
+                         [hashlib.sha256(one[c["offset"]:c["offset"] + c["length"]]).hexdigest() for c in m["chunks"]])
+        big = os.urandom(600 * 1024)
+        self.put("data/k/put", big)
+        self.commit("data/k/whole", frames.data_frame(big), 0, 0)
+        cut = [self.call("GET", "manifest", params={"path": "data/k/" + n}).json()["chunks"] for n in ("put", "whole")]
+        self.assertGreater(len(cut[0]), 2)
+        self.assertEqual(cut[1], cut[0])
+
     def test_a_corrupted_frame_changes_nothing(self):
         good = os.urandom(20000)
         frame = bytearray(frames.data_frame(good))
