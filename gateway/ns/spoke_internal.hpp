@@ -18,6 +18,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/container_hash/hash.hpp>
 
 #include <array>
 #include <functional>
@@ -157,7 +158,11 @@ struct Spokes::Mount {
     if (last_names.size() >= spoke_detail::kMetadataCacheEntries) last_names.clear();
     last_names[{dir, name}] = a;
   }
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const wire::Manifest>> manifests;  // guarded by mu
+  // By (hub ino, version). Hashed: the prefetch planner looks files up here
+  // many times a read (MountResidency), over a dataset's thousands of files.
+  std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const wire::Manifest>,
+                     boost::hash<std::pair<std::uint64_t, std::uint64_t>>>
+      manifests;  // guarded by mu
   std::size_t manifest_chunks = 0;                      // guarded by mu: chunk references in `manifests`
   std::shared_ptr<spoke_detail::ReadAhead> read_ahead;  // guarded by mu; made on first read
   // Made by prepare() when spec.prefetch, before the mount serves; then
