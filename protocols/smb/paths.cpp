@@ -49,8 +49,19 @@ SplitPath split_path(ByteView utf16) {
       out.status = status::name_too_long;
       return out;
     }
-    out.names.push_back(std::move(name));
     start = end + 1;
+    // "." and ".." are resolved here, by the names alone, as Samba does:
+    // "a\\..\\b" is "b"; a ".." above the share root is a syntax error.
+    if (name == ".") continue;
+    if (name == "..") {
+      if (out.names.empty()) {
+        out.status = status::object_path_syntax_bad;
+        return out;
+      }
+      out.names.pop_back();
+      continue;
+    }
+    out.names.push_back(std::move(name));
   }
   return out;
 }

@@ -25,7 +25,8 @@ struct SplitPath {
   std::vector<std::string> names;  // empty: the share root
 };
 // `utf16` as CREATE and rename carry it. A "::$DATA" stream suffix names
-// the file itself; other streams and wildcards are refused.
+// the file itself; other streams and wildcards are refused. "." and ".."
+// are resolved by name (OBJECT_PATH_SYNTAX_BAD for a ".." above the root).
 SplitPath split_path(ByteView utf16);
 
 std::string join(const std::vector<std::string>& names);

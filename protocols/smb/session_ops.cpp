@@ -263,10 +263,14 @@ Connection::Task Connection::on_session_setup(Request& r) {
   if (!s) {
     auto fresh = std::make_shared<Session>();
     // Random ids: a client that guesses or mistypes one does not land on
-    // another session (smbtorture probes exactly that).
+    // another session (smbtorture probes exactly that). 32 bits of them, as
+    // Samba's: clients that keep the id in 32 bits (smbtorture's
+    // smb2.session-id does) still name the session.
+    std::uint32_t id = 0;
     do {
-      random_bytes(std::span(reinterpret_cast<std::uint8_t*>(&fresh->id), sizeof fresh->id));
-    } while (fresh->id == 0 || fresh->id == kAnyFileId || sessions_.contains(fresh->id));
+      random_bytes(std::span(reinterpret_cast<std::uint8_t*>(&id), sizeof id));
+    } while (id == 0 || sessions_.contains(id));
+    fresh->id = id;
     fresh->preauth = preauth_;
     s = fresh;
     sessions_.emplace(s->id, std::move(fresh));

@@ -50,6 +50,7 @@ std::string status_name(std::uint32_t s) {
     case status::object_name_not_found: return "STATUS_OBJECT_NAME_NOT_FOUND";
     case status::object_name_collision: return "STATUS_OBJECT_NAME_COLLISION";
     case status::object_path_not_found: return "STATUS_OBJECT_PATH_NOT_FOUND";
+    case status::object_path_syntax_bad: return "STATUS_OBJECT_PATH_SYNTAX_BAD";
     case status::sharing_violation: return "STATUS_SHARING_VIOLATION";
     case status::logon_failure: return "STATUS_LOGON_FAILURE";
     case status::file_is_a_directory: return "STATUS_FILE_IS_A_DIRECTORY";

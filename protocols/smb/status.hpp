@@ -28,6 +28,7 @@ inline constexpr std::uint32_t object_name_invalid = 0xC0000033;
 inline constexpr std::uint32_t object_name_not_found = 0xC0000034;
 inline constexpr std::uint32_t object_name_collision = 0xC0000035;
 inline constexpr std::uint32_t object_path_not_found = 0xC000003A;
+inline constexpr std::uint32_t object_path_syntax_bad = 0xC000003B;
 inline constexpr std::uint32_t sharing_violation = 0xC0000043;
 inline constexpr std::uint32_t eas_not_supported = 0xC000004F;
 inline constexpr std::uint32_t delete_pending = 0xC0000056;

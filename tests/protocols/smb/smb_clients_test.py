@@ -520,6 +520,29 @@ class BadInputTest(unittest.TestCase):
         c.close_file(fid)
         c.close()
 
+    def test_dot_and_dot_dot_in_names(self):
+        # Resolved by name, as Samba does: "dd\\.\\..\\x" is "x" at the share
+        # root; a ".." above the root is OBJECT_PATH_SYNTAX_BAD and creates
+        # nothing, wherever it points.
+        c = self.login()
+        r, _ = c.create("dd", disposition=3, options=0x1)
+        self.assertEqual(r.status, 0)
+        r, fid = c.create("dd\\.\\..\\dotdot.txt", disposition=2)
+        self.assertEqual(r.status, 0)
+        c.write(fid, b"at the root")
+        c.close_file(fid)
+        r, fid = c.create("dotdot.txt", disposition=1)
+        self.assertEqual(r.status, 0)
+        self.assertEqual(c.read(fid, 100).body[16:], b"at the root")
+        c.close_file(fid)
+        for name in ("..", "..\\escaped.txt", "dd\\..\\..\\escaped.txt", "..\\..\\.."):
+            with self.subTest(name=name):
+                r, _ = c.create(name, disposition=2)
+                self.assertEqual(r.status, 0xC000003B, hex(r.status))  # OBJECT_PATH_SYNTAX_BAD
+        r, _ = c.create("escaped.txt", disposition=1)
+        self.assertEqual(r.status, smb2_raw.STATUS_OBJECT_NAME_NOT_FOUND)
+        c.close()
+
     def test_bad_create_options_attributes_and_access(self):
         # As Windows: reserved access bits are ACCESS_DENIED, the audit right
         # a privilege nobody holds here; then reserved options, VOLUME,
