@@ -66,8 +66,10 @@ def main():
                 text = (e.stdout or b"").decode(errors="replace")
                 problems.append("%s: timed out after %d s" % (suite, SUITE_TIMEOUT))
             seen = 0
-            for m in re.finditer(r"^(success|failure|error|skip): (\S+)", text, re.M):
-                result, sub = m.group(1), m.group(2)
+            for m in re.finditer(r"^(success|failure|error|skip): (.+?)(?: \[)?$", text, re.M):
+                # Some subtests have spaces in their names ("Testing wide-a"):
+                # listed with '-' for each.
+                result, sub = m.group(1), m.group(2).strip().replace(" ", "-")
                 full = suite + "." + sub  # a one-test suite reads smb2.x.x
                 seen += 1
                 if result == "skip":
