@@ -47,7 +47,7 @@ bool audited_on_success(Command c) {
   switch (c) {
     case Command::negotiate: case Command::echo: case Command::cancel: case Command::read:
     case Command::write: case Command::flush: case Command::query_info: case Command::ioctl:
-    case Command::query_directory:
+    case Command::query_directory: case Command::lock:
       return false;
     default:
       return true;
@@ -201,7 +201,7 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
     const bool related = (h->flags & flags::related) != 0;
     if (negotiated_ == (h->command == Command::negotiate)) co_return false;  // NEGOTIATE first and once
     if (h->command == Command::cancel) {
-      // Nothing waits asynchronously, so there is nothing to cancel; no reply.
+      cancel(*h);  // not answered itself
       pos += len;
       if (!h->next_command) break;
       continue;
@@ -266,6 +266,14 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
       }
     }
     if (!answered) reply = co_await dispatch(r);
+    if (reply.async_id) {
+      PendingLock& p = pending_locks_.at(reply.async_id);
+      p.message_id = h->message_id;
+      p.credit_charge = h->credit_charge;
+      p.signed_request = (h->flags & flags::signed_) != 0;
+      p.session = r.session;
+      p.encrypted_by = encrypted_by;
+    }
     if (h->command == Command::session_setup) {
       // A failed authentication erased the session.
       auto it = sessions_.find(reply.session_id ? reply.session_id : r.header.session_id);
@@ -297,7 +305,8 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
     out.command = h->command;
     out.credit_charge = h->credit_charge;
     out.status = reply.status;
-    out.flags = flags::server_to_redir | (h->flags & flags::related);
+    out.flags = flags::server_to_redir | (h->flags & flags::related) | (reply.async_id ? flags::async : 0);
+    out.async_id = reply.async_id;
     // An answer without a session to sign it with (USER_SESSION_DELETED, or
     // INVALID_PARAMETER after it in a chain) still carries a signed
     // request's flag, with a zero signature: Samba's client library, when it
@@ -343,6 +352,7 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
     first.insert(first.end(), replies[i].out.data().begin(), replies[i].out.data().end());
   }
   const bool sent = co_await send(std::move(first), encrypted_by.get());
+  announce(replies);
   if (logged_off_) {
     sessions_.erase(*logged_off_);
     logged_off_.reset();
@@ -354,17 +364,21 @@ asio::awaitable<bool> Connection::send(Bytes msg, const Session* encrypt_for) {
   // Enough for a few maximal READ answers in flight.
   const std::size_t max_queued = 4 * static_cast<std::size_t>(server_->config.max_io);
   if (encrypt_for) msg = encrypt(*encrypt_for, msg);
+  enqueue(std::move(msg));
+  while (outbox_bytes_ > max_queued && socket_.is_open()) {
+    drained_.expires_at(asio::steady_timer::time_point::max());
+    co_await drained_.async_wait(asio::as_tuple(use_awaitable));
+  }
+  co_return socket_.is_open();
+}
+
+void Connection::enqueue(Bytes msg) {
   outbox_bytes_ += msg.size();
   outbox_.push_back(std::move(msg));
   if (!writing_) {
     writing_ = true;
     asio::co_spawn(socket_.get_executor(), write_queued(), asio::detached);
   }
-  while (outbox_bytes_ > max_queued && socket_.is_open()) {
-    drained_.expires_at(asio::steady_timer::time_point::max());
-    co_await drained_.async_wait(asio::as_tuple(use_awaitable));
-  }
-  co_return socket_.is_open();
 }
 
 asio::awaitable<void> Connection::write_queued() {
@@ -541,6 +555,8 @@ Open* Connection::find_open(const Request& r, Reader& body) {
   if (persistent == kAnyFileId && id == kAnyFileId && (r.header.flags & flags::related)) {
     if (!chain_file_) return nullptr;
     id = *chain_file_;
+  } else if (persistent != id) {
+    return nullptr;  // an open's two ids are the same number (CREATE)
   }
   auto it = opens_.find(id);
   if (it == opens_.end() || !r.session || it->second.session != r.session->id || !r.tree ||
@@ -568,10 +584,10 @@ Connection::Task Connection::dispatch(Request& r) {
     case Command::query_directory: return on_query_directory(r);
     case Command::query_info: return on_query_info(r);
     case Command::set_info: return on_set_info(r);
-    case Command::lock:
+    case Command::lock: return on_lock(r);
     case Command::change_notify:
-      // Byte-range locks and change notification are not built: refused
-      // plainly so clients fall back (smbclient never needs them).
+      // Change notification is not built: refused plainly so clients fall
+      // back to listing again (smbclient never needs it).
       return [](Reply e) -> Task { co_return e; }(error(status::not_supported));
     default:
       return [](Reply e) -> Task { co_return e; }(error(status::invalid_parameter));
@@ -583,7 +599,8 @@ void Connection::record(const Request& r, const Reply& reply, std::chrono::stead
   const auto i = static_cast<std::size_t>(r.header.command);
   if (i >= server_->metrics.size()) return;
   const CommandMetrics& m = server_->metrics[i];
-  const bool failed = reply.status != status::success && reply.status != status::more_processing_required &&
+  const bool failed = reply.status != status::success && reply.status != status::pending &&
+                      reply.status != status::more_processing_required &&
                       reply.status != status::buffer_overflow && reply.status != status::no_more_files &&
                       reply.status != status::end_of_file;
   m.requests->inc();

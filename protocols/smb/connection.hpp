@@ -3,13 +3,15 @@
 // message in order and writes the answers. The state that a connection's
 // handlers share lives here; the handlers are split by topic:
 //   session_ops.cpp   NEGOTIATE SESSION_SETUP LOGOFF TREE_* ECHO IOCTL
-//   file_ops.cpp      CREATE CLOSE FLUSH READ WRITE LOCK
+//   file_ops.cpp      CREATE CLOSE FLUSH READ WRITE
+//   lock_ops.cpp      LOCK, and the blocking ones that wait (async answers, CANCEL)
 //   directory.cpp     QUERY_DIRECTORY
 //   info.cpp          QUERY_INFO SET_INFO
 #pragma once
 
 #include "gateway/ns/types.hpp"
 #include "protocols/smb/crypto.hpp"
+#include "protocols/smb/locks.hpp"
 #include "protocols/smb/ntlm.hpp"
 #include "protocols/smb/opens.hpp"
 #include "protocols/smb/wire.hpp"
@@ -82,6 +84,8 @@ struct Server {
   std::array<std::uint8_t, 16> guid{};
   std::int64_t start_ns = 0;
   OpenTable opens;
+  LockTable locks;
+  std::atomic<std::uint64_t> next_async{1};  // async ids, unique across connections (they name lock waiters)
   std::array<CommandMetrics, static_cast<std::size_t>(Command::count_)> metrics{};
   metrics::Counter* bytes_read = nullptr;
   metrics::Counter* bytes_written = nullptr;
@@ -139,6 +143,25 @@ struct Open {
   Listing listing;
 };
 
+// A blocking LOCK waiting for its range: answered STATUS_PENDING at once,
+// finally when granted, cancelled or its open closed ([MS-SMB2] 3.3.4.2).
+struct PendingLock {
+  std::uint64_t file = 0;  // the open's id
+  ns::Ino ino = 0;
+  ByteRange range;
+  bool exclusive = false;
+  // Of the request, for the final answer's header, signature and encryption.
+  std::uint64_t message_id = 0;
+  std::uint16_t credit_charge = 0;
+  bool signed_request = false;
+  std::shared_ptr<Session> session;
+  std::shared_ptr<Session> encrypted_by;
+  // The interim answer is queued: until then a grant or an end is held back.
+  bool announced = false;
+  bool woken = false;
+  std::optional<std::uint32_t> outcome;
+};
+
 // One request of a message, and what its handler answers.
 struct Request {
   Header header;
@@ -158,6 +181,9 @@ struct Reply {
   std::uint64_t bytes = 0;
   std::uint64_t session_id = 0;  // set by SESSION_SETUP and TREE_CONNECT for the header
   std::uint32_t tree_id = 0;
+  // With STATUS_PENDING: the interim answer of a request that goes on
+  // waiting under this async id (answered later by itself).
+  std::uint64_t async_id = 0;
   Reply() { out.zeros(kHeaderSize); }
   explicit Reply(std::uint32_t s) : status(s) { out.zeros(kHeaderSize); }
 };
@@ -192,6 +218,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // writer, so that the next request is read and served while the answer
   // drains; waits only while too much is queued. False once the socket failed.
   boost::asio::awaitable<bool> send(Bytes msg, const Session* encrypt_for);
+  void enqueue(Bytes msg);
   boost::asio::awaitable<void> write_queued();
   void record(const Request& r, const Reply& reply, std::chrono::steady_clock::time_point start,
               std::uint64_t bytes);
@@ -215,6 +242,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Task on_query_directory(Request& r);
   Task on_query_info(Request& r);
   Task on_set_info(Request& r);
+  Task on_lock(Request& r);
+  // What a lock waiter is woken by: retry_lock on this connection's strand.
+  LockTable::Wake lock_waker(std::uint64_t async_id);
+  // Tries a pending lock again (its file's locks changed); answers it once granted.
+  void retry_lock(std::uint64_t async_id);
+  // Sends a pending lock's final answer and forgets it.
+  void finish_lock(std::uint64_t async_id, std::uint32_t result);
+  // The interim answers of `replies` are queued: their requests may end now.
+  void announce(const std::vector<Reply>& replies);
+  // A CANCEL: ends the pending lock it names (by async id, or message id) CANCELLED.
+  void cancel(const Header& h);
+  // Ends the pending locks of open `file` RANGE_NOT_LOCKED (it is closing).
+  void end_pending_locks(std::uint64_t file);
   Reply error(std::uint32_t status) const;
   // Releases the handle (sealing what it wrote) and deletes the file when
   // it was the last open of a file to be deleted; the NTSTATUS of the seal.
@@ -266,6 +306,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::map<std::uint64_t, std::shared_ptr<Session>> sessions_;
   std::unordered_map<std::uint64_t, Open> opens_;
+  std::map<std::uint64_t, PendingLock> pending_locks_;  // by async id
   std::uint64_t nonce_counter_ = 0;
 
   // Compound state: what related requests inherit.

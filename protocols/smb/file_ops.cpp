@@ -278,6 +278,8 @@ Connection::Task Connection::on_create(Request& r) {
 
 asio::awaitable<std::uint32_t> Connection::close_open(const ns::OpContext& ctx, Open& o) {
   std::uint32_t result = status::success;
+  end_pending_locks(o.id);
+  server_->locks.release_all(o.ino, o.id);
   if (o.handle) {
     auto released = co_await server_->ns.release(ctx, *o.handle);
     if (!released) result = to_status(released.error());
@@ -368,6 +370,7 @@ Connection::Task Connection::on_read(Request& r) {
   if (o->directory) co_return error(status::invalid_device_request);
   if (!o->handle || !reads_data(o->access)) co_return error(status::access_denied);
   if (!valid_range(offset, length)) co_return error(status::invalid_parameter);
+  if (!server_->locks.allows(o->ino, o->id, {offset, length}, false)) co_return error(status::file_lock_conflict);
   Reply reply;
   Bytes& out = reply.out.data();
   constexpr std::size_t kDataOffset = kHeaderSize + 16;
@@ -414,6 +417,7 @@ Connection::Task Connection::on_write(Request& r) {
   if (!o->handle || !o->handle_writes || !writes_data(o->access)) co_return error(status::access_denied);
   if (!valid_range(offset, length) || (length > 0 && offset + length > kMaxFileSize))
     co_return error(status::invalid_parameter);
+  if (!server_->locks.allows(o->ino, o->id, {offset, length}, true)) co_return error(status::file_lock_conflict);
   const ns::OpContext ctx = context(r);
   // The copy into the file runs on another thread of the io_context, so the
   // connection reads and checks the next WRITE meanwhile (run()). Nothing

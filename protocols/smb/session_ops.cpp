@@ -519,6 +519,9 @@ asio::awaitable<void> Connection::drop_tree(Session& s, std::uint32_t tree_id) {
   for (auto& [id, o] : opens_) {
     if (o.session == s.id && o.tree == tree_id) ids.push_back(id);
   }
+  // Locks waiting on these opens end before any of their locks goes (as
+  // Samba), not granted by a holder closed first.
+  for (std::uint64_t id : ids) end_pending_locks(id);
   for (std::uint64_t id : ids) {
     co_await close_open(ctx, opens_.at(id));
     opens_.erase(id);

@@ -62,6 +62,11 @@ std::string status_name(std::uint32_t s) {
     case status::bad_network_name: return "STATUS_BAD_NETWORK_NAME";
     case status::user_session_deleted: return "STATUS_USER_SESSION_DELETED";
     case status::network_name_deleted: return "STATUS_NETWORK_NAME_DELETED";
+    case status::lock_not_granted: return "STATUS_LOCK_NOT_GRANTED";
+    case status::file_lock_conflict: return "STATUS_FILE_LOCK_CONFLICT";
+    case status::range_not_locked: return "STATUS_RANGE_NOT_LOCKED";
+    case status::invalid_lock_range: return "STATUS_INVALID_LOCK_RANGE";
+    case status::cancelled: return "STATUS_CANCELLED";
     default: break;
   }
   char buf[32];

@@ -24,8 +24,16 @@ STATUS_FILE_CLOSED = 0xC0000128
 STATUS_BAD_NETWORK_NAME = 0xC00000CC
 STATUS_OBJECT_NAME_NOT_FOUND = 0xC0000034
 STATUS_END_OF_FILE = 0xC0000011
+STATUS_PENDING = 0x103
+STATUS_CANCELLED = 0xC0000120
+STATUS_FILE_LOCK_CONFLICT = 0xC0000054
+STATUS_LOCK_NOT_GRANTED = 0xC0000055
+STATUS_RANGE_NOT_LOCKED = 0xC000007E
+STATUS_INVALID_LOCK_RANGE = 0xC00001A1
 
 NEGOTIATE, SESSION_SETUP, LOGOFF, TREE_CONNECT, TREE_DISCONNECT, CREATE, CLOSE, FLUSH, READ, WRITE = range(10)
+LOCK = 10
+CANCEL = 12
 ECHO = 13
 QUERY_INFO = 16
 SET_INFO = 17
@@ -85,6 +93,7 @@ class Response:
         (self.status, self.command, self.credits, self.flags, self.next, self.mid) = struct.unpack_from(
             "<IHHIIQ", raw, 8)
         self.tree_id, self.session_id = struct.unpack_from("<IQ", raw, 36)
+        self.async_id = struct.unpack_from("<Q", raw, 32)[0]  # with flag 0x2
         self.body = raw[64:]
 
 
@@ -255,6 +264,25 @@ class Client:
         """SET_INFO of a file class (info_type 1) to `data`."""
         body = struct.pack("<HBBIHHI16s", 33, info_type, info_class, len(data), 64 + 32, 0, 0, file_id) + data
         return self.request(SET_INFO, body, **kw)
+
+    def lock(self, file_id, elements, wait=True, **kw):
+        """LOCK of (offset, length, flags) elements. wait=False: returns the
+        first answer, the STATUS_PENDING one of a lock that waits."""
+        body = struct.pack("<HHI16s", 48, len(elements), 0, file_id)
+        body += b"".join(struct.pack("<QQII", o, n, f, 0) for o, n, f in elements)
+        if wait:
+            return self.request(LOCK, body, **kw)
+        msg = self.header(LOCK, **kw) + body
+        self.send_frame(self.sign(msg) if self.signing else msg)
+        return Response(self.recv_frame())
+
+    def cancel(self, pending):
+        """CANCEL of a request that went async (its STATUS_PENDING answer);
+        not answered itself."""
+        msg = bytearray(self.header(CANCEL, mid=pending.mid) + struct.pack("<HH", 4, 0))
+        struct.pack_into("<I", msg, 16, 0x2)  # async: the id follows the message id
+        struct.pack_into("<Q", msg, 32, pending.async_id)
+        self.send_frame(self.sign(msg) if self.signing else bytes(msg))
 
     def echo(self, **kw):
         return self.request(ECHO, struct.pack("<HH", 4, 0), **kw)

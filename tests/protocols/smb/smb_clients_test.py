@@ -626,6 +626,92 @@ class BadInputTest(unittest.TestCase):
         self.assert_closed(c)
 
 
+class LockTest(unittest.TestCase):
+    """Byte-range locks between two clients (two connections): reads and
+    writes of a locked range refused, a blocking lock answered PENDING and
+    granted when the range is freed, by an unlock or by the holder's
+    connection going away, or ended by CANCEL; malformed LOCKs refused."""
+
+    SHARED, EXCLUSIVE, UNLOCK, FAIL = 0x1, 0x2, 0x4, 0x10
+
+    def open_pair(self, name):
+        a, b = BadInputTest.login(), BadInputTest.login()
+        r, fa = a.create(name, disposition=5)
+        self.assertEqual(r.status, 0)
+        self.assertEqual(a.write(fa, bytes(range(100))).status, 0)
+        r, fb = b.create(name, disposition=1)
+        self.assertEqual(r.status, 0)
+        return a, fa, b, fb
+
+    def test_locked_ranges_and_waiting_locks(self):
+        a, fa, b, fb = self.open_pair("locked.bin")
+        self.assertEqual(a.lock(fa, [(0, 10, self.EXCLUSIVE | self.FAIL)]).status, 0)
+        self.assertEqual(b.read(fb, 10).status, smb2_raw.STATUS_FILE_LOCK_CONFLICT)
+        self.assertEqual(b.write(fb, b"x", offset=9).status, smb2_raw.STATUS_FILE_LOCK_CONFLICT)
+        r = b.read(fb, 10, offset=20)
+        self.assertEqual((r.status, r.body[16:]), (0, bytes(range(20, 30))))
+        self.assertEqual(a.read(fa, 10).status, 0)  # the holder reads and writes its range
+        self.assertEqual(b.lock(fb, [(5, 10, self.EXCLUSIVE | self.FAIL)]).status,
+                         smb2_raw.STATUS_LOCK_NOT_GRANTED)
+
+        # A lock that waits: PENDING at once (async), granted by the unlock.
+        pending = b.lock(fb, [(5, 10, self.EXCLUSIVE)], wait=False)
+        self.assertEqual(pending.status, smb2_raw.STATUS_PENDING)
+        self.assertTrue(pending.flags & 0x2)
+        self.assertEqual(a.lock(fa, [(0, 10, self.UNLOCK)]).status, 0)
+        final = smb2_raw.Response(b.recv_frame())
+        self.assertEqual((final.status, final.mid, final.async_id), (0, pending.mid, pending.async_id))
+        self.assertEqual(a.read(fa, 10, offset=5).status, smb2_raw.STATUS_FILE_LOCK_CONFLICT)
+
+        # Granted when the holder's connection goes away.
+        pending = a.lock(fa, [(14, 1, self.SHARED)], wait=False)
+        self.assertEqual(pending.status, smb2_raw.STATUS_PENDING)
+        b.close()
+        final = smb2_raw.Response(a.recv_frame())
+        self.assertEqual((final.status, final.mid), (0, pending.mid))
+        self.assertEqual(a.write(fa, b"y", offset=14).status, smb2_raw.STATUS_FILE_LOCK_CONFLICT)  # its own shared lock
+
+        # Ended by CANCEL.
+        c = BadInputTest.login()
+        r, fc = c.create("locked.bin", disposition=1)
+        pending = c.lock(fc, [(14, 1, self.EXCLUSIVE)], wait=False)
+        self.assertEqual(pending.status, smb2_raw.STATUS_PENDING)
+        c.cancel(pending)
+        final = smb2_raw.Response(c.recv_frame())
+        self.assertEqual((final.status, final.mid), (smb2_raw.STATUS_CANCELLED, pending.mid))
+        self.assertEqual(c.echo().status, 0)
+        # Closing the file frees its locks.
+        self.assertEqual(a.close_file(fa).status, 0)
+        r = c.write(fc, b"z", offset=14)
+        self.assertEqual(r.status, 0)
+        a.close()
+        c.close()
+
+    def test_bad_locks(self):
+        a, fa, b, fb = self.open_pair("badlock.bin")
+        self.assertEqual(a.lock(fa, []).status, smb2_raw.STATUS_INVALID_PARAMETER)  # no element
+        self.assertEqual(a.lock(fa, [(0, 1, 0)]).status, smb2_raw.STATUS_INVALID_PARAMETER)  # no kind
+        self.assertEqual(a.lock(fa, [(0, 1, self.UNLOCK | self.EXCLUSIVE)]).status,
+                         smb2_raw.STATUS_INVALID_PARAMETER)
+        # More than one element: all must fail at once, none waits.
+        self.assertEqual(a.lock(fa, [(0, 1, self.SHARED | self.FAIL), (5, 1, self.SHARED)]).status,
+                         smb2_raw.STATUS_INVALID_PARAMETER)
+        self.assertEqual(a.lock(fa, [(2 ** 64 - 1, 2, self.EXCLUSIVE | self.FAIL)]).status,
+                         smb2_raw.STATUS_INVALID_LOCK_RANGE)
+        self.assertEqual(a.lock(fa, [(0, 1, self.UNLOCK)]).status, smb2_raw.STATUS_RANGE_NOT_LOCKED)
+        self.assertEqual(a.lock(b"\1" * 16, [(0, 1, self.SHARED)]).status, smb2_raw.STATUS_FILE_CLOSED)
+        # A request that fails part way takes none of its locks.
+        self.assertEqual(b.lock(fb, [(50, 1, self.EXCLUSIVE | self.FAIL)]).status, 0)
+        self.assertEqual(a.lock(fa, [(0, 10, self.EXCLUSIVE | self.FAIL), (50, 1, self.SHARED | self.FAIL)]).status,
+                         smb2_raw.STATUS_LOCK_NOT_GRANTED)
+        self.assertEqual(b.lock(fb, [(0, 10, self.EXCLUSIVE | self.FAIL)]).status, 0)
+        self.assertEqual(a.read(fa, 100).status, smb2_raw.STATUS_FILE_LOCK_CONFLICT)
+        r = b.read(fb, 200)  # nothing stored changed
+        self.assertEqual((r.status, r.body[16:]), (0, bytes(range(100))))
+        a.close()
+        b.close()
+
+
 def main():
     global WEFT, LARGE_MIB, LIBSMBCLIENT_TEST
     parser = argparse.ArgumentParser()
