@@ -520,6 +520,13 @@ Bytes Connection::encrypt(const Session& s, ByteView plain) const {
   return w.take();
 }
 
+Reply bare_success() {
+  Reply reply;
+  reply.out.u16(4);
+  reply.out.u16(0);
+  return reply;
+}
+
 Reply Connection::error(std::uint32_t s) const {
   Reply r(s);
   r.out.u16(9);

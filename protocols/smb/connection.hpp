@@ -188,6 +188,10 @@ struct Reply {
   explicit Reply(std::uint32_t s) : status(s) { out.zeros(kHeaderSize); }
 };
 
+// A success whose body is StructureSize 4 and Reserved alone (LOGOFF,
+// TREE_DISCONNECT, ECHO, FLUSH and LOCK answers).
+Reply bare_success();
+
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(std::shared_ptr<Server> server, boost::asio::ip::tcp::socket socket);

@@ -347,10 +347,7 @@ Connection::Task Connection::on_flush(Request& r) {
   } else if (!o->directory && !writes_data(o->access)) {
     co_return error(status::access_denied);
   }
-  Reply reply;
-  reply.out.u16(4);
-  reply.out.u16(0);
-  co_return reply;
+  co_return bare_success();
 }
 
 Connection::Task Connection::on_read(Request& r) {

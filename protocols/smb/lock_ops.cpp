@@ -41,13 +41,6 @@ bool past_end(ByteRange r) {
   return r.length != 0 && r.offset > std::numeric_limits<std::uint64_t>::max() - (r.length - 1);
 }
 
-Reply granted() {
-  Reply reply;
-  reply.out.u16(4);
-  reply.out.u16(0);
-  return reply;
-}
-
 }  // namespace
 
 Connection::Task Connection::on_lock(Request& r) {
@@ -77,7 +70,7 @@ Connection::Task Connection::on_lock(Request& r) {
       if (e.flags != lock_flag::unlock) co_return error(status::invalid_parameter);
       if (!locks.release(o->ino, o->id, e.range)) co_return error(status::range_not_locked);
     }
-    co_return granted();
+    co_return bare_success();
   }
 
   // Locks: all or none. Only a lone lock may wait.
@@ -92,7 +85,7 @@ Connection::Task Connection::on_lock(Request& r) {
     const Element& e = elements.front();
     const bool exclusive = (e.flags & lock_flag::exclusive) != 0;
     const std::uint64_t id = server_->next_async.fetch_add(1);
-    if (locks.take(o->ino, o->id, e.range, exclusive, id, lock_waker(id))) co_return granted();
+    if (locks.take(o->ino, o->id, e.range, exclusive, id, lock_waker(id))) co_return bare_success();
     PendingLock& p = pending_locks_[id];
     p.file = o->id;
     p.ino = o->ino;
@@ -108,7 +101,7 @@ Connection::Task Connection::on_lock(Request& r) {
     while (i-- > 0) locks.undo(o->ino, o->id, elements[i].range);
     co_return error(status::lock_not_granted);
   }
-  co_return granted();
+  co_return bare_success();
 }
 
 void Connection::retry_lock(std::uint64_t async_id) {
@@ -140,7 +133,7 @@ void Connection::finish_lock(std::uint64_t async_id, std::uint32_t result) {
   PendingLock p = std::move(it->second);
   pending_locks_.erase(it);
   server_->locks.forget(p.ino, async_id);
-  Reply reply = result == status::success ? granted() : error(result);
+  Reply reply = result == status::success ? bare_success() : error(result);
   Header out;
   out.command = Command::lock;
   out.credit_charge = p.credit_charge;

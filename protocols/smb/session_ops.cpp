@@ -377,10 +377,7 @@ Connection::Task Connection::on_logoff(Request& r) {
   Session& s = *r.session;
   while (!s.trees.empty()) co_await drop_tree(s, s.trees.begin()->first);
   logged_off_ = s.id;
-  Reply reply;
-  reply.out.u16(4);
-  reply.out.u16(0);
-  co_return reply;
+  co_return bare_success();
 }
 
 Connection::Task Connection::on_tree_connect(Request& r) {
@@ -432,19 +429,13 @@ Connection::Task Connection::on_tree_disconnect(Request& r) {
   Reader b(r.msg, kHeaderSize);
   if (b.u16() != 4 || !b.ok()) co_return error(status::invalid_parameter);
   co_await drop_tree(*r.session, r.tree->id);
-  Reply reply;
-  reply.out.u16(4);
-  reply.out.u16(0);
-  co_return reply;
+  co_return bare_success();
 }
 
 Connection::Task Connection::on_echo(Request& r) {
   Reader b(r.msg, kHeaderSize);
   if (b.u16() != 4 || !b.ok()) co_return error(status::invalid_parameter);
-  Reply reply;
-  reply.out.u16(4);
-  reply.out.u16(0);
-  co_return reply;
+  co_return bare_success();
 }
 
 Connection::Task Connection::on_ioctl(Request& r) {
