@@ -22,7 +22,8 @@ struct ByteRange {
 
 class LockTable {
  public:
-  // Called once, outside the table's mutex, after the file's locks change.
+  // Called once, outside the table's mutex, after one of the file's locks
+  // is released.
   using Wake = std::function<void()>;
 
   // Takes the range for open `owner`, shared or exclusive, unless a lock
@@ -56,7 +57,7 @@ class LockTable {
     std::vector<Lock> locks;
     std::map<std::uint64_t, Wake> waiters;
   };
-  // Wakes the file's waiters (called with the mutex held: returns them).
+  // Takes the file's waiters out, to be woken once the mutex is released.
   std::vector<Wake> take_waiters(File& f);
   void erase_if_unused(std::map<ns::Ino, File>::iterator it);
   // Removes the owner's oldest (or newest) lock of exactly that range and
