@@ -651,6 +651,7 @@ class LockTest(unittest.TestCase):
         r = b.read(fb, 10, offset=20)
         self.assertEqual((r.status, r.body[16:]), (0, bytes(range(20, 30))))
         self.assertEqual(a.read(fa, 10).status, 0)  # the holder reads and writes its range
+        self.assertEqual(a.write(fa, b"\x03", offset=3).status, 0)
         self.assertEqual(b.lock(fb, [(5, 10, self.EXCLUSIVE | self.FAIL)]).status,
                          smb2_raw.STATUS_LOCK_NOT_GRANTED)
 
