@@ -317,9 +317,7 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
     out.tree_id = r.header.tree_id;
     out.session_id = r.header.session_id;
     out.credits = grant_credits(*h);
-    Writer hw;
-    write_header(hw, out);
-    std::memcpy(reply.out.data().data(), hw.data().data(), kHeaderSize);
+    put_header(reply, out);
     if (h->command == Command::session_setup && reply.status == status::more_processing_required &&
         dialect_ == dialect::smb311 && sit != sessions_.end()) {
       sit->second->preauth = sha512({sit->second->preauth, reply.out.data()});
@@ -525,6 +523,12 @@ Reply bare_success() {
   reply.out.u16(4);
   reply.out.u16(0);
   return reply;
+}
+
+void put_header(Reply& reply, const Header& h) {
+  Writer hw;
+  write_header(hw, h);
+  std::memcpy(reply.out.data().data(), hw.data().data(), kHeaderSize);
 }
 
 Reply Connection::error(std::uint32_t s) const {

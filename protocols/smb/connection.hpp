@@ -191,6 +191,8 @@ struct Reply {
 // A success whose body is StructureSize 4 and Reserved alone (LOGOFF,
 // TREE_DISCONNECT, ECHO, FLUSH and LOCK answers).
 Reply bare_success();
+// Writes `h` over the answer's header (the 64 bytes it starts with).
+void put_header(Reply& reply, const Header& h);
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:

@@ -10,7 +10,6 @@
 
 #include <boost/asio/post.hpp>
 
-#include <cstring>
 #include <limits>
 
 namespace weft::smb {
@@ -143,9 +142,7 @@ void Connection::finish_lock(std::uint64_t async_id, std::uint32_t result) {
   out.async_id = async_id;
   out.session_id = p.session->id;
   out.credits = 0;  // granted with the interim answer
-  Writer hw;
-  write_header(hw, out);
-  std::memcpy(reply.out.data().data(), hw.data().data(), kHeaderSize);
+  put_header(reply, out);
   Bytes msg = reply.out.take();
   if (p.encrypted_by) {
     msg = encrypt(*p.encrypted_by, msg);

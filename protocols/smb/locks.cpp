@@ -41,11 +41,14 @@ bool LockTable::take(ns::Ino ino, std::uint64_t owner, ByteRange range, bool exc
   return true;
 }
 
-std::vector<LockTable::Wake> LockTable::take_waiters(File& f) {
+std::vector<LockTable::Wake> LockTable::released(std::map<ns::Ino, File>::iterator it) {
+  File& f = it->second;
+  if (f.locks.empty()) locked_files_.fetch_sub(1, std::memory_order_relaxed);
   std::vector<Wake> out;
   out.reserve(f.waiters.size());
   for (auto& [id, wake] : f.waiters) out.push_back(std::move(wake));
   f.waiters.clear();
+  erase_if_unused(it);
   return out;
 }
 
@@ -72,9 +75,7 @@ bool LockTable::remove(ns::Ino ino, std::uint64_t owner, ByteRange range, bool n
     }
     if (held == f.locks.end()) return false;
     f.locks.erase(held);
-    if (f.locks.empty()) locked_files_.fetch_sub(1, std::memory_order_relaxed);
-    woken = take_waiters(f);
-    erase_if_unused(it);
+    woken = released(it);
   }
   for (auto& wake : woken) wake();
   return true;
@@ -96,9 +97,7 @@ void LockTable::release_all(ns::Ino ino, std::uint64_t owner) {
     const std::size_t before = f.locks.size();
     std::erase_if(f.locks, [&](const Lock& l) { return l.owner == owner; });
     if (f.locks.size() == before) return;
-    if (f.locks.empty()) locked_files_.fetch_sub(1, std::memory_order_relaxed);
-    woken = take_waiters(f);
-    erase_if_unused(it);
+    woken = released(it);
   }
   for (auto& wake : woken) wake();
 }

@@ -57,8 +57,9 @@ class LockTable {
     std::vector<Lock> locks;
     std::map<std::uint64_t, Wake> waiters;
   };
-  // Takes the file's waiters out, to be woken once the mutex is released.
-  std::vector<Wake> take_waiters(File& f);
+  // After locks of the file were removed (mutex held): its count, and its
+  // waiters taken out, to be woken once the mutex is released.
+  std::vector<Wake> released(std::map<ns::Ino, File>::iterator it);
   void erase_if_unused(std::map<ns::Ino, File>::iterator it);
   // Removes the owner's oldest (or newest) lock of exactly that range and
   // wakes the file's waiters; false when it holds none.

@@ -117,9 +117,7 @@ bool Connection::answer_smb1_negotiate(ByteView frame, Reply& reply) {
   Header out;
   out.flags = flags::server_to_redir;
   out.credits = grant_credits(h);
-  Writer hw;
-  write_header(hw, out);
-  std::memcpy(reply.out.data().data(), hw.data().data(), kHeaderSize);
+  put_header(reply, out);
   if (!wildcard) {
     negotiated_ = true;
     dialect_ = dialect::smb202;

@@ -147,11 +147,14 @@ class Client:
         msg[48:64] = hmac.new(self.key, bytes(msg), hashlib.sha256).digest()[:16]
         return bytes(msg)
 
-    def request(self, command, body, sign=None, **kw):
+    def send(self, command, body, sign=None, **kw):
         msg = self.header(command, **kw) + body
         if sign if sign is not None else self.signing:
             msg = self.sign(msg)
         self.send_frame(msg)
+
+    def request(self, command, body, sign=None, **kw):
+        self.send(command, body, sign, **kw)
         return self.reply()
 
     def reply(self):
@@ -272,8 +275,7 @@ class Client:
         body += b"".join(struct.pack("<QQII", o, n, f, 0) for o, n, f in elements)
         if wait:
             return self.request(LOCK, body, **kw)
-        msg = self.header(LOCK, **kw) + body
-        self.send_frame(self.sign(msg) if self.signing else msg)
+        self.send(LOCK, body, **kw)
         return Response(self.recv_frame())
 
     def cancel(self, pending):
