@@ -41,6 +41,17 @@ bool needs_tree(Command c) {
   }
 }
 
+// The requests after which a change may be in the namespace's log.
+bool may_change_names(Command c) {
+  switch (c) {
+    case Command::create: case Command::close: case Command::write: case Command::set_info:
+    case Command::tree_disconnect: case Command::logoff:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // The requests that touch nothing stored, or touch an open's content: their
 // successes are summed up in the open's close record instead.
 bool audited_on_success(Command c) {
@@ -186,7 +197,7 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
   chain_tree_ = 0;
   chain_file_.reset();
   chain_status_ = status::success;
-  chain_session_lost_ = false;
+  chain_invalid_ = false;
   for (;;) {
     std::span<std::uint8_t> rest = msg.subspan(pos);
     auto h = parse_header(rest);
@@ -214,14 +225,15 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
       r.header.tree_id = chain_tree_;
     } else if (!related) {
       chain_file_.reset();  // as Samba: the chain's file is the one the last unrelated request opened or named
-      chain_session_lost_ = false;
+      chain_invalid_ = false;
     }
     Reply reply(status::success);
     bool answered = false;
     if (related && pos == 0) {
       reply = error(status::invalid_parameter);  // a related request needs one before it
       answered = true;
-    } else if (related && chain_session_lost_) {
+      chain_invalid_ = true;
+    } else if (related && chain_invalid_) {
       reply = error(status::invalid_parameter);
       answered = true;
     } else if (related && chain_status_ != status::success) {
@@ -235,7 +247,7 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
       if (it == sessions_.end()) {
         reply = error(status::user_session_deleted);
         answered = true;
-        chain_session_lost_ = true;
+        chain_invalid_ = true;
       } else {
         Session& s = *it->second;
         r.session = it->second;
@@ -265,9 +277,19 @@ asio::awaitable<bool> Connection::handle_frame(std::span<std::uint8_t> frame) {
         r.tree = t->second;
       }
     }
-    if (!answered) reply = co_await dispatch(r);
+    if (!answered) {
+      reply = co_await dispatch(r);
+      // Watchers hear of a change before its maker hears it is done.
+      if (server_->notifier->active() && may_change_names(h->command)) co_await server_->notifier->catch_up();
+    }
+    if (reply.async_id && h->next_command) {
+      // Only the last request of a chain may wait (MS-SMB2 3.3.5.2.7,
+      // note <206>): one before it does not, as on Windows and Samba.
+      forget_pending(reply.async_id);
+      reply = error(status::internal_error);
+    }
     if (reply.async_id) {
-      PendingLock& p = pending_locks_.at(reply.async_id);
+      Pending& p = pending_.at(reply.async_id);
       p.message_id = h->message_id;
       p.credit_charge = h->credit_charge;
       p.signed_request = (h->flags & flags::signed_) != 0;
@@ -596,10 +618,7 @@ Connection::Task Connection::dispatch(Request& r) {
     case Command::query_info: return on_query_info(r);
     case Command::set_info: return on_set_info(r);
     case Command::lock: return on_lock(r);
-    case Command::change_notify:
-      // Change notification is not built: refused plainly so clients fall
-      // back to listing again (smbclient never needs it).
-      return [](Reply e) -> Task { co_return e; }(error(status::not_supported));
+    case Command::change_notify: return on_change_notify(r);
     default:
       return [](Reply e) -> Task { co_return e; }(error(status::invalid_parameter));
   }

@@ -4,7 +4,9 @@
 // handlers share lives here; the handlers are split by topic:
 //   session_ops.cpp   NEGOTIATE SESSION_SETUP LOGOFF TREE_* ECHO IOCTL
 //   file_ops.cpp      CREATE CLOSE FLUSH READ WRITE
-//   lock_ops.cpp      LOCK, and the blocking ones that wait (async answers, CANCEL)
+//   lock_ops.cpp      LOCK
+//   notify_ops.cpp    CHANGE_NOTIFY
+//   pending.cpp       the requests that wait: final answers, CANCEL, ends
 //   directory.cpp     QUERY_DIRECTORY
 //   info.cpp          QUERY_INFO SET_INFO
 #pragma once
@@ -12,6 +14,7 @@
 #include "gateway/ns/types.hpp"
 #include "protocols/smb/crypto.hpp"
 #include "protocols/smb/locks.hpp"
+#include "protocols/smb/notify.hpp"
 #include "protocols/smb/ntlm.hpp"
 #include "protocols/smb/opens.hpp"
 #include "protocols/smb/wire.hpp"
@@ -85,6 +88,7 @@ struct Server {
   std::int64_t start_ns = 0;
   OpenTable opens;
   LockTable locks;
+  std::shared_ptr<ChangeNotifier> notifier;
   std::atomic<std::uint64_t> next_async{1};  // async ids, unique across connections (they name lock waiters)
   std::array<CommandMetrics, static_cast<std::size_t>(Command::count_)> metrics{};
   metrics::Counter* bytes_read = nullptr;
@@ -126,6 +130,17 @@ struct Listing {
   std::size_t next = 0;
 };
 
+// What a directory open watches once it has asked CHANGE_NOTIFY: changes
+// also come between its requests, and are kept for the next one.
+struct Watching {
+  std::uint64_t id = 0;         // the notifier's watch
+  std::uint32_t max_bytes = 0;  // kept at most: the first request's OutputBufferLength
+  std::vector<NotifyEvent> kept;
+  std::size_t kept_bytes = 0;  // their FILE_NOTIFY_INFORMATION entries, each padded
+  bool overflowed = false;     // more came than fit: the next answer is NOTIFY_ENUM_DIR
+  bool removed = false;        // the directory is deleted, or to be: answers are DELETE_PENDING
+};
+
 struct Open {
   std::uint64_t id = 0;
   std::uint64_t session = 0;
@@ -141,25 +156,7 @@ struct Open {
   bool wrote = false;
   std::uint64_t bytes = 0;  // read and written through this open, for its audit record
   Listing listing;
-};
-
-// A blocking LOCK waiting for its range: answered STATUS_PENDING at once,
-// finally when granted, cancelled or its open closed ([MS-SMB2] 3.3.4.2).
-struct PendingLock {
-  std::uint64_t file = 0;  // the open's id
-  ns::Ino ino = 0;
-  ByteRange range;
-  bool exclusive = false;
-  // Of the request, for the final answer's header, signature and encryption.
-  std::uint64_t message_id = 0;
-  std::uint16_t credit_charge = 0;
-  bool signed_request = false;
-  std::shared_ptr<Session> session;
-  std::shared_ptr<Session> encrypted_by;
-  // The interim answer is queued: until then a grant or an end is held back.
-  bool announced = false;
-  bool woken = false;
-  std::optional<std::uint32_t> outcome;
+  std::optional<Watching> watching;
 };
 
 // One request of a message, and what its handler answers.
@@ -191,8 +188,34 @@ struct Reply {
 // A success whose body is StructureSize 4 and Reserved alone (LOGOFF,
 // TREE_DISCONNECT, ECHO, FLUSH and LOCK answers).
 Reply bare_success();
+// A CHANGE_NOTIFY answer listing `events` (FILE_NOTIFY_INFORMATION entries).
+Reply notify_answer(std::uint32_t status, const std::vector<NotifyEvent>& events);
 // Writes `h` over the answer's header (the 64 bytes it starts with).
 void put_header(Reply& reply, const Header& h);
+
+// A request answered STATUS_PENDING at once and finally later ([MS-SMB2]
+// 3.3.4.2): a blocking LOCK once granted, a CHANGE_NOTIFY once something
+// changed; either when cancelled or when its open goes away.
+struct Pending {
+  Command command = Command::lock;
+  std::uint64_t file = 0;  // the open's id
+  // LOCK: the range it waits for.
+  ns::Ino ino = 0;
+  ByteRange range;
+  bool exclusive = false;
+  bool woken = false;  // a release came before the interim answer was queued
+  // CHANGE_NOTIFY: the most its answer may carry.
+  std::uint32_t output_length = 0;
+  // Of the request, for the final answer's header, signature and encryption.
+  std::uint64_t message_id = 0;
+  std::uint16_t credit_charge = 0;
+  bool signed_request = false;
+  std::shared_ptr<Session> session;
+  std::shared_ptr<Session> encrypted_by;
+  // The interim answer is queued: until then the final one is held back.
+  bool announced = false;
+  std::optional<Reply> outcome;
+};
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -235,6 +258,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // --- handlers ---
   Task on_negotiate(Request& r);
   Task on_session_setup(Request& r);
+  // SESSION_SETUP's authentication; `failed`: a valid session whose
+  // re-authentication failed; `previous`: the PreviousSessionId.
+  Task authenticate(Request& r, std::shared_ptr<Session>& failed, std::uint64_t& previous);
   Task on_logoff(Request& r);
   Task on_tree_connect(Request& r);
   Task on_tree_disconnect(Request& r);
@@ -253,14 +279,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
   LockTable::Wake lock_waker(std::uint64_t async_id);
   // Tries a pending lock again (its file's locks changed); answers it once granted.
   void retry_lock(std::uint64_t async_id);
-  // Sends a pending lock's final answer and forgets it.
-  void finish_lock(std::uint64_t async_id, std::uint32_t result);
+  Task on_change_notify(Request& r);
+  // What a watch delivers through: notice() on this connection's strand.
+  ChangeNotifier::Deliver notice_for(std::uint64_t file);
+  // Changes seen by open `file`'s watch: each answers its oldest pending
+  // CHANGE_NOTIFY, or is kept for the next; once its directory is removed,
+  // every one is answered DELETE_PENDING.
+  void notice(std::uint64_t file, std::vector<NotifyEvent> events, bool removed);
+
+  // --- requests that wait (pending.cpp) ---
+  // Sends a pending request's final answer and forgets it (held back until
+  // its interim answer is queued).
+  void finish_pending(std::uint64_t async_id, Reply reply);
+  // Drops a pending request unanswered.
+  void forget_pending(std::uint64_t async_id);
   // The interim answers of `replies` are queued: their requests may end now.
   void announce(const std::vector<Reply>& replies);
-  // A CANCEL: ends the pending lock it names (by async id, or message id) CANCELLED.
+  // A CANCEL: ends the pending request it names (by async id, or message id) CANCELLED.
   void cancel(const Header& h);
-  // Ends the pending locks of open `file` RANGE_NOT_LOCKED (it is closing).
-  void end_pending_locks(std::uint64_t file);
+  // Ends the pending requests of open `file` (it is closing): locks
+  // RANGE_NOT_LOCKED, change notifications NOTIFY_CLEANUP.
+  void end_pending(std::uint64_t file);
   Reply error(std::uint32_t status) const;
   // Releases the handle (sealing what it wrote) and deletes the file when
   // it was the last open of a file to be deleted; the NTSTATUS of the seal.
@@ -312,7 +351,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::map<std::uint64_t, std::shared_ptr<Session>> sessions_;
   std::unordered_map<std::uint64_t, Open> opens_;
-  std::map<std::uint64_t, PendingLock> pending_locks_;  // by async id
+  std::map<std::uint64_t, Pending> pending_;  // by async id, so in the order they came
   std::uint64_t nonce_counter_ = 0;
 
   // Compound state: what related requests inherit.
@@ -320,10 +359,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint32_t chain_tree_ = 0;
   std::optional<std::uint64_t> chain_file_;
   std::uint32_t chain_status_ = 0;  // a failed CREATE's status, which related requests after it answer
-  // A request of the chain found no session: related requests after it are
-  // INVALID_PARAMETER (MS-SMB2 3.3.5.2.7.2).
-  bool chain_session_lost_ = false;
-  std::optional<std::uint64_t> logged_off_;  // erased once its LOGOFF answer is signed
+  // The chain began with a related request, or one of its requests found no
+  // session: related requests after it are INVALID_PARAMETER (MS-SMB2
+  // 3.3.5.2.7.2).
+  bool chain_invalid_ = false;
+  // A session this answer ends (LOGOFF, a failed re-authentication): erased once it is signed.
+  std::optional<std::uint64_t> logged_off_;
   bool drop_ = false;  // close the connection instead of answering (a failed validate negotiate)
 };
 

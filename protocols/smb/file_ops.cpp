@@ -250,6 +250,8 @@ Connection::Task Connection::on_create(Request& r) {
   }
   opens_.emplace(id, std::move(o));
   chain_file_ = id;
+  // What a watcher names this file's later changes by.
+  if (server_->notifier->active() && where.parent) server_->notifier->remember(attr.ino, where.parent, where.name);
 
   std::uint32_t act = action::opened;
   if (created) {
@@ -278,14 +280,19 @@ Connection::Task Connection::on_create(Request& r) {
 
 asio::awaitable<std::uint32_t> Connection::close_open(const ns::OpContext& ctx, Open& o) {
   std::uint32_t result = status::success;
-  end_pending_locks(o.id);
+  end_pending(o.id);
+  if (o.watching) server_->notifier->unwatch(o.watching->id);
   server_->locks.release_all(o.ino, o.id);
   if (o.handle) {
     auto released = co_await server_->ns.release(ctx, *o.handle);
     if (!released) result = to_status(released.error());
     o.handle.reset();
   }
-  if (auto doomed = server_->opens.remove(o.ino, o.id, o.delete_on_close)) {
+  auto doomed = server_->opens.remove(o.ino, o.id, o.delete_on_close);
+  // A directory to be deleted when its other opens close: their watches hear it now.
+  if (o.directory && !doomed && server_->notifier->active() && server_->opens.delete_pending(o.ino))
+    server_->notifier->doomed(o.ino);
+  if (doomed) {
     // A directory that filled up meanwhile stays (as on Windows).
     if (o.directory) {
       co_await server_->ns.rmdir(ctx, doomed->parent, doomed->name);

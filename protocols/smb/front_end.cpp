@@ -118,6 +118,7 @@ protocols::FrontEndResult listen(const protocols::Services& services, const asio
   if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return ec;
   auto server = std::make_shared<Server>(services.ns, services.audit, config, services.io.get_executor());
+  server->notifier = std::make_shared<ChangeNotifier>(services.ns, services.io.get_executor());
   random_bytes(server->guid);
   server->start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                          std::chrono::system_clock::now().time_since_epoch())

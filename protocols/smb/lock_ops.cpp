@@ -1,9 +1,9 @@
 // LOCK ([MS-SMB2] 3.3.5.14), with Windows' byte-range lock rules (the table
-// in locks.hpp), and the requests that wait: a blocking lock that
-// conflicts is answered STATUS_PENDING at once and finally when the range
-// is released (OK), when a CANCEL names it (CANCELLED) or when its open
-// goes away (RANGE_NOT_LOCKED). Lock sequence numbers are ignored: they
-// guard resilient and durable handles' replays, and none are granted.
+// in locks.hpp): a blocking lock that conflicts is answered STATUS_PENDING
+// at once and finally when the range is released (OK), when a CANCEL names
+// it (CANCELLED) or when its open goes away (RANGE_NOT_LOCKED; pending.cpp).
+// Lock sequence numbers are ignored: they guard resilient and durable
+// handles' replays, and none are granted.
 #include "protocols/smb/connection.hpp"
 
 #include "protocols/smb/status.hpp"
@@ -85,7 +85,8 @@ Connection::Task Connection::on_lock(Request& r) {
     const bool exclusive = (e.flags & lock_flag::exclusive) != 0;
     const std::uint64_t id = server_->next_async.fetch_add(1);
     if (locks.take(o->ino, o->id, e.range, exclusive, id, lock_waker(id))) co_return bare_success();
-    PendingLock& p = pending_locks_[id];
+    Pending& p = pending_[id];
+    p.command = Command::lock;
     p.file = o->id;
     p.ino = o->ino;
     p.range = e.range;
@@ -104,15 +105,15 @@ Connection::Task Connection::on_lock(Request& r) {
 }
 
 void Connection::retry_lock(std::uint64_t async_id) {
-  auto it = pending_locks_.find(async_id);
-  if (it == pending_locks_.end()) return;
-  PendingLock& p = it->second;
+  auto it = pending_.find(async_id);
+  if (it == pending_.end() || it->second.outcome) return;
+  Pending& p = it->second;
   if (!p.announced) {
     p.woken = true;
     return;
   }
   if (server_->locks.take(p.ino, p.file, p.range, p.exclusive, async_id, lock_waker(async_id)))
-    finish_lock(async_id, status::success);
+    finish_pending(async_id, bare_success());
 }
 
 LockTable::Wake Connection::lock_waker(std::uint64_t async_id) {
@@ -120,68 +121,6 @@ LockTable::Wake Connection::lock_waker(std::uint64_t async_id) {
     if (auto self = weak.lock())
       asio::post(self->socket_.get_executor(), [self, async_id] { self->retry_lock(async_id); });
   };
-}
-
-void Connection::finish_lock(std::uint64_t async_id, std::uint32_t result) {
-  auto it = pending_locks_.find(async_id);
-  if (it == pending_locks_.end()) return;
-  if (!it->second.announced) {
-    it->second.outcome = result;
-    return;
-  }
-  PendingLock p = std::move(it->second);
-  pending_locks_.erase(it);
-  server_->locks.forget(p.ino, async_id);
-  Reply reply = result == status::success ? bare_success() : error(result);
-  Header out;
-  out.command = Command::lock;
-  out.credit_charge = p.credit_charge;
-  out.status = result;
-  out.flags = flags::server_to_redir | flags::async;
-  out.message_id = p.message_id;
-  out.async_id = async_id;
-  out.session_id = p.session->id;
-  out.credits = 0;  // granted with the interim answer
-  put_header(reply, out);
-  Bytes msg = reply.out.take();
-  if (p.encrypted_by) {
-    msg = encrypt(*p.encrypted_by, msg);
-  } else if (p.session->valid && (p.session->signing || p.signed_request)) {
-    sign(*p.session, msg);
-  }
-  enqueue(std::move(msg));
-}
-
-void Connection::announce(const std::vector<Reply>& replies) {
-  for (const Reply& reply : replies) {
-    auto it = reply.async_id ? pending_locks_.find(reply.async_id) : pending_locks_.end();
-    if (it == pending_locks_.end()) continue;
-    PendingLock& p = it->second;
-    p.announced = true;
-    if (p.outcome) {
-      finish_lock(reply.async_id, *p.outcome);
-    } else if (p.woken) {
-      retry_lock(reply.async_id);
-    }
-  }
-}
-
-void Connection::cancel(const Header& h) {
-  for (const auto& [id, p] : pending_locks_) {
-    if ((h.flags & flags::async) ? id == h.async_id : p.message_id == h.message_id) {
-      if (p.session->id != h.session_id) return;
-      finish_lock(id, status::cancelled);
-      return;
-    }
-  }
-}
-
-void Connection::end_pending_locks(std::uint64_t file) {
-  std::vector<std::uint64_t> ending;
-  for (const auto& [id, p] : pending_locks_) {
-    if (p.file == file) ending.push_back(id);
-  }
-  for (std::uint64_t id : ending) finish_lock(id, status::range_not_locked);
 }
 
 }  // namespace weft::smb

@@ -244,6 +244,29 @@ Connection::Task Connection::on_negotiate(Request& r) {
 }
 
 Connection::Task Connection::on_session_setup(Request& r) {
+  std::shared_ptr<Session> failed;
+  std::uint64_t previous = 0;
+  Reply reply = co_await authenticate(r, failed, previous);
+  // A failed re-authentication ends the session, its trees and opens (as
+  // Windows and Samba do; its answer is still signed with the session's
+  // key). A client that reconnects names the session it had, which ends
+  // too (only one of this connection: no session outlives its connection
+  // here).
+  if (failed) {
+    while (!failed->trees.empty()) co_await drop_tree(*failed, failed->trees.begin()->first);
+    logged_off_ = failed->id;
+  }
+  if (previous && reply.status == status::success && previous != reply.session_id) {
+    auto old = sessions_.find(previous);
+    if (old != sessions_.end() && old->second->valid &&
+        old->second->principal.user == sessions_.at(reply.session_id)->principal.user) {
+      co_await drop_session(previous);
+    }
+  }
+  co_return reply;
+}
+
+Connection::Task Connection::authenticate(Request& r, std::shared_ptr<Session>& failed, std::uint64_t& previous) {
   Reader b(r.msg, kHeaderSize);
   const std::uint16_t size = b.u16();
   const std::uint8_t setup_flags = b.u8();
@@ -252,7 +275,7 @@ Connection::Task Connection::on_session_setup(Request& r) {
   b.u32();
   const std::uint16_t blob_offset = b.u16();
   const std::uint16_t blob_length = b.u16();
-  b.u64();
+  previous = b.u64();
   auto blob = slice(r.msg, blob_offset, blob_length);
   if (!b.ok() || size != 25 || !blob || blob->empty()) co_return error(status::invalid_parameter);
   if (setup_flags & 1) co_return error(status::not_supported);  // binding: one channel per session
@@ -281,7 +304,11 @@ Connection::Task Connection::on_session_setup(Request& r) {
     server_->auth_failures->inc();
     Reply e = error(code);
     e.session_id = s->id;
-    if (!s->valid) sessions_.erase(s->id);  // a failed re-authentication keeps the session
+    if (s->valid) {
+      failed = s;
+    } else {
+      sessions_.erase(s->id);
+    }
     return e;
   };
 
@@ -510,7 +537,7 @@ asio::awaitable<void> Connection::drop_tree(Session& s, std::uint32_t tree_id) {
   }
   // Locks waiting on these opens end before any of their locks goes (as
   // Samba), not granted by a holder closed first.
-  for (std::uint64_t id : ids) end_pending_locks(id);
+  for (std::uint64_t id : ids) end_pending(id);
   for (std::uint64_t id : ids) {
     co_await close_open(ctx, opens_.at(id));
     opens_.erase(id);

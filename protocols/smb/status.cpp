@@ -67,6 +67,8 @@ std::string status_name(std::uint32_t s) {
     case status::range_not_locked: return "STATUS_RANGE_NOT_LOCKED";
     case status::invalid_lock_range: return "STATUS_INVALID_LOCK_RANGE";
     case status::cancelled: return "STATUS_CANCELLED";
+    case status::notify_cleanup: return "STATUS_NOTIFY_CLEANUP";
+    case status::notify_enum_dir: return "STATUS_NOTIFY_ENUM_DIR";
     default: break;
   }
   char buf[32];

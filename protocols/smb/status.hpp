@@ -11,6 +11,8 @@ namespace weft::smb {
 namespace status {
 inline constexpr std::uint32_t success = 0x00000000;
 inline constexpr std::uint32_t pending = 0x00000103;
+inline constexpr std::uint32_t notify_cleanup = 0x0000010B;
+inline constexpr std::uint32_t notify_enum_dir = 0x0000010C;
 inline constexpr std::uint32_t buffer_overflow = 0x80000005;
 inline constexpr std::uint32_t no_more_files = 0x80000006;
 inline constexpr std::uint32_t not_implemented = 0xC0000002;
@@ -46,6 +48,7 @@ inline constexpr std::uint32_t not_supported = 0xC00000BB;
 inline constexpr std::uint32_t network_name_deleted = 0xC00000C9;
 inline constexpr std::uint32_t bad_network_name = 0xC00000CC;
 inline constexpr std::uint32_t not_same_device = 0xC00000D4;
+inline constexpr std::uint32_t internal_error = 0xC00000E5;
 inline constexpr std::uint32_t unexpected_io_error = 0xC00000E9;
 inline constexpr std::uint32_t directory_not_empty = 0xC0000101;
 inline constexpr std::uint32_t not_a_directory = 0xC0000103;

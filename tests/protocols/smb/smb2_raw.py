@@ -30,11 +30,15 @@ STATUS_FILE_LOCK_CONFLICT = 0xC0000054
 STATUS_LOCK_NOT_GRANTED = 0xC0000055
 STATUS_RANGE_NOT_LOCKED = 0xC000007E
 STATUS_INVALID_LOCK_RANGE = 0xC00001A1
+STATUS_NOTIFY_CLEANUP = 0x10B
+STATUS_NOTIFY_ENUM_DIR = 0x10C
+STATUS_DELETE_PENDING = 0xC0000056
 
 NEGOTIATE, SESSION_SETUP, LOGOFF, TREE_CONNECT, TREE_DISCONNECT, CREATE, CLOSE, FLUSH, READ, WRITE = range(10)
 LOCK = 10
 CANCEL = 12
 ECHO = 13
+CHANGE_NOTIFY = 15
 QUERY_INFO = 16
 SET_INFO = 17
 
@@ -95,6 +99,21 @@ class Response:
         self.tree_id, self.session_id = struct.unpack_from("<IQ", raw, 36)
         self.async_id = struct.unpack_from("<Q", raw, 32)[0]  # with flag 0x2
         self.body = raw[64:]
+
+
+def notify_changes(r):
+    """The (action, name) pairs of a CHANGE_NOTIFY answer's
+    FILE_NOTIFY_INFORMATION entries."""
+    offset, length = struct.unpack_from("<HI", r.body, 2)
+    data = r.raw[offset:offset + length] if length else b""
+    out = []
+    while data:
+        following, action, n = struct.unpack_from("<III", data)
+        out.append((action, data[12:12 + n].decode("utf-16le")))
+        if not following:
+            break
+        data = data[following:]
+    return out
 
 
 class Client:
@@ -276,6 +295,13 @@ class Client:
         if wait:
             return self.request(LOCK, body, **kw)
         self.send(LOCK, body, **kw)
+        return Response(self.recv_frame())
+
+    def notify(self, file_id, length=4096, completion_filter=0x17F, tree=False, **kw):
+        """CHANGE_NOTIFY; returns the first answer (STATUS_PENDING for one
+        that waits: recv_frame() then brings the final one)."""
+        body = struct.pack("<HHI16sII", 32, 1 if tree else 0, length, file_id, completion_filter, 0)
+        self.send(CHANGE_NOTIFY, body, **kw)
         return Response(self.recv_frame())
 
     def cancel(self, pending):

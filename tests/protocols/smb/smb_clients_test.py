@@ -104,15 +104,20 @@ def tearDownModule():
     shutil.rmtree(TMP, ignore_errors=True)
 
 
-def smbclient(commands, dialect="SMB3_11", protection="sign", password=None, share="data", timeout=300,
-              cwd=None, check=True, options=()):
-    """Runs smbclient with signing (or encryption) required, and smb.conf
-    `options` ("name=value"); returns its output."""
+def smbclient_command(commands, dialect="SMB3_11", protection="sign", password=None, share="data", options=()):
+    """The smbclient command line that runs `commands` with signing (or
+    encryption) required, and smb.conf `options` ("name=value")."""
     if not shutil.which("smbclient"):
         skip("smbclient is not installed")
-    cmd = ["smbclient", "//%s/%s" % (GW.host, share), "-p", str(GW.port), "-m", dialect,
-           "--client-protection=" + protection, "-U", "%s%%%s" % (GW.user, password or GW.password),
-           *["--option=" + o for o in options], "-c", commands]
+    return ["smbclient", "//%s/%s" % (GW.host, share), "-p", str(GW.port), "-m", dialect,
+            "--client-protection=" + protection, "-U", "%s%%%s" % (GW.user, password or GW.password),
+            *["--option=" + o for o in options], "-c", commands]
+
+
+def smbclient(commands, dialect="SMB3_11", protection="sign", password=None, share="data", timeout=300,
+              cwd=None, check=True, options=()):
+    """Runs smbclient_command(...); returns its output."""
+    cmd = smbclient_command(commands, dialect, protection, password, share, options)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     text = out.stdout + out.stderr
     if check and (out.returncode != 0 or "NT_STATUS_" in text):
@@ -709,6 +714,169 @@ class LockTest(unittest.TestCase):
         self.assertEqual(a.read(fa, 100).status, smb2_raw.STATUS_FILE_LOCK_CONFLICT)
         r = b.read(fb, 200)  # nothing stored changed
         self.assertEqual((r.status, r.body[16:]), (0, bytes(range(100))))
+        a.close()
+        b.close()
+
+
+class NotifyTest(unittest.TestCase):
+    """CHANGE_NOTIFY: smbclient's `notify` hears what SMB and S3 change in
+    the directory it watches. Byte-level: a watch keeps changes between its
+    requests, reports beneath its directory when asked (a tree watch),
+    answers NOTIFY_ENUM_DIR when more came than fit, and ends CANCELLED,
+    NOTIFY_CLEANUP (its handle closed) or DELETE_PENDING (its directory
+    deleted); bad requests are refused."""
+
+    ADDED, REMOVED, MODIFIED, OLD_NAME, NEW_NAME = 1, 2, 3, 4, 5
+
+    def watch(self, directory):
+        """smbclient `notify` on `directory`, once it hears a probe made
+        there; returns a function that waits for lines of its output."""
+        out_path = pathlib.Path(tempfile.mkdtemp(dir=TMP)) / "notify.out"
+        out = open(out_path, "w")
+        # Line-buffered: smbclient prints each change ("%04x name") as it comes.
+        proc = subprocess.Popen(["stdbuf", "-oL"] + smbclient_command("notify " + directory),
+                                stdout=out, stderr=subprocess.STDOUT)
+        self.addCleanup(out.close)
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+
+        def heard(lines, timeout=10):
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                got = out_path.read_text().splitlines()
+                if all(line in got for line in lines):
+                    return got
+                time.sleep(0.05)
+            return None
+
+        # The watch starts some time after smbclient does: probe until heard.
+        for i in range(20):
+            smbclient("mkdir %s\\probe%d" % (directory, i))
+            if heard(["0001 probe%d" % i], timeout=1):
+                return heard
+        raise AssertionError("smbclient's notify never heard a change:\n" + out_path.read_text())
+
+    def test_smbclient_hears_smb_changes(self):
+        smbclient("mkdir watched")
+        heard = self.watch("watched")
+        src = pathlib.Path(tempfile.mkdtemp(dir=TMP)) / "a.txt"
+        src.write_bytes(b"notified")
+        smbclient("put %s watched\\a.txt; rename watched\\a.txt watched\\b.txt; mkdir watched\\sub; "
+                  "rm watched\\b.txt" % src)
+        got = heard(["0001 a.txt", "0004 a.txt", "0005 b.txt", "0001 sub", "0002 b.txt"])
+        self.assertIsNotNone(got)
+        # In the order they were made.
+        order = [got.index(x) for x in ("0001 a.txt", "0004 a.txt", "0005 b.txt", "0001 sub", "0002 b.txt")]
+        self.assertEqual(order, sorted(order), got)
+
+    def test_smbclient_hears_s3_changes(self):
+        s3 = s3_client()
+        smbclient("mkdir watchedbucket")
+        heard = self.watch("watchedbucket")
+        s3.put_object(Bucket="watchedbucket", Key="from-s3.bin", Body=b"x" * 1000)
+        self.assertIsNotNone(heard(["0001 from-s3.bin"]))
+        s3.delete_object(Bucket="watchedbucket", Key="from-s3.bin")
+        self.assertIsNotNone(heard(["0002 from-s3.bin"]))
+
+    def open_dir(self, c, name, access=0x1, disposition=3):
+        r, fid = c.create(name, disposition=disposition, options=0x1, access=access)
+        self.assertEqual(r.status, 0, hex(r.status))
+        return fid
+
+    def delete(self, c, name):
+        r, f = c.create(name, disposition=1, options=0, access=0x10000)  # DELETE
+        self.assertEqual(r.status, 0, hex(r.status))
+        self.assertEqual(c.set_info(f, 13, b"\1").status, 0)  # delete on close
+        self.assertEqual(c.close_file(f).status, 0)
+
+    def final(self, c, pending):
+        self.assertEqual(pending.status, smb2_raw.STATUS_PENDING)
+        self.assertTrue(pending.flags & 0x2)  # async
+        r = smb2_raw.Response(c.recv_frame())
+        self.assertEqual((r.command, r.mid, r.async_id), (smb2_raw.CHANGE_NOTIFY, pending.mid, pending.async_id))
+        return r
+
+    def test_watch_keeps_changes_and_sees_a_tree(self):
+        a, b = BadInputTest.login(), BadInputTest.login()
+        d = self.open_dir(a, "rawwatch")
+        # Answered by the first change another connection makes.
+        pending = a.notify(d, completion_filter=0x3)  # file and directory names
+        r, f = b.create("rawwatch\\one.txt", disposition=2)
+        final = self.final(a, pending)
+        self.assertEqual((final.status, smb2_raw.notify_changes(final)), (0, [(self.ADDED, "one.txt")]))
+        # Changes while no request waits are kept for the next one.
+        self.assertEqual(b.close_file(f).status, 0)
+        self.open_dir(b, "rawwatch\\sub")
+        r = a.notify(d, completion_filter=0x3)
+        self.assertEqual((r.status, smb2_raw.notify_changes(r)), (0, [(self.ADDED, "sub")]))
+        # The filter of the first request holds: names only, not beneath.
+        sub = self.open_dir(b, "rawwatch\\sub", access=0x10000)  # DELETE
+        r, f = b.create("rawwatch\\sub\\deep.txt", disposition=2)
+        self.assertEqual(b.close_file(f).status, 0)
+        pending = a.notify(d, completion_filter=0x3, tree=True)
+        self.assertEqual(b.close_file(sub).status, 0)
+        r, f = b.create("rawwatch\\two.txt", disposition=2)
+        final = self.final(a, pending)
+        self.assertEqual(smb2_raw.notify_changes(final), [(self.ADDED, "two.txt")])
+        self.assertEqual(b.close_file(f).status, 0)
+
+        # A tree watch names what changes beneath by its path.
+        t = self.open_dir(a, "rawwatch")
+        pending = a.notify(t, completion_filter=0x3, tree=True)
+        r, f = b.create("rawwatch\\sub\\deeper.txt", disposition=2)
+        final = self.final(a, pending)
+        self.assertEqual(smb2_raw.notify_changes(final), [(self.ADDED, "sub\\deeper.txt")])
+        self.assertEqual(b.close_file(f).status, 0)
+
+        # Closing the handle ends a waiting request NOTIFY_CLEANUP; CANCEL ends one CANCELLED.
+        pending = a.notify(t, completion_filter=0x3, tree=True)
+        a.cancel(pending)
+        self.assertEqual(self.final(a, pending).status, smb2_raw.STATUS_CANCELLED)
+        pending = a.notify(t, completion_filter=0x3, tree=True)
+        a.send(smb2_raw.CLOSE, struct.pack("<HHI", 24, 0, 0) + t)
+        answers = {r.command: r for r in (smb2_raw.Response(a.recv_frame()) for _ in range(2))}
+        self.assertEqual(answers[smb2_raw.CLOSE].status, 0)
+        final = answers[smb2_raw.CHANGE_NOTIFY]
+        self.assertEqual((final.mid, final.status, smb2_raw.notify_changes(final)),
+                         (pending.mid, smb2_raw.STATUS_NOTIFY_CLEANUP, []))
+        a.close()
+        b.close()
+
+    def test_overflow_deletion_and_bad_requests(self):
+        a, b = BadInputTest.login(), BadInputTest.login()
+        d = self.open_dir(a, "rawoverflow")
+        # The first request's buffer bounds what is kept: past it, list again.
+        pending = a.notify(d, length=40, completion_filter=0x3)
+        r, f = b.create("rawoverflow\\a-rather-long-name-that-does-not-fit.txt", disposition=2)
+        final = self.final(a, pending)
+        self.assertEqual(final.status, smb2_raw.STATUS_NOTIFY_ENUM_DIR)
+        self.assertEqual(b.close_file(f).status, 0)
+        for i in range(3):
+            self.assertEqual(b.close_file(self.open_dir(b, "rawoverflow\\d%d" % i)).status, 0)
+        self.assertEqual(a.notify(d, length=4096).status, smb2_raw.STATUS_NOTIFY_ENUM_DIR)
+        # Deleting the watched directory ends its requests DELETE_PENDING.
+        for name in ["d0", "d1", "d2", "a-rather-long-name-that-does-not-fit.txt"]:
+            self.delete(b, "rawoverflow\\" + name)
+        self.assertEqual(a.notify(d, length=4096).status, smb2_raw.STATUS_NOTIFY_ENUM_DIR)  # these overflowed too
+        pending = a.notify(d, length=4096)
+        self.delete(b, "rawoverflow")
+        self.assertEqual(self.final(a, pending).status, smb2_raw.STATUS_DELETE_PENDING)
+        self.assertEqual(a.notify(d).status, smb2_raw.STATUS_DELETE_PENDING)
+        self.assertEqual(a.close_file(d).status, 0)
+
+        # Bad requests: a file handle, no list access, an unknown handle, a
+        # buffer past the maximum, a malformed body.
+        r, f = a.create("notafolder.txt", disposition=5)
+        self.assertEqual(a.notify(f).status, smb2_raw.STATUS_INVALID_PARAMETER)
+        self.assertEqual(a.close_file(f).status, 0)
+        blind = self.open_dir(a, "", access=0x80)  # READ_ATTRIBUTES only
+        self.assertEqual(a.notify(blind).status, smb2_raw.STATUS_ACCESS_DENIED)
+        self.assertEqual(a.notify(b"\7" * 16).status, smb2_raw.STATUS_FILE_CLOSED)
+        root = self.open_dir(a, "")
+        self.assertEqual(a.notify(root, length=1 << 30).status, smb2_raw.STATUS_INVALID_PARAMETER)
+        a.send(smb2_raw.CHANGE_NOTIFY, struct.pack("<HHI", 31, 0, 0))
+        self.assertEqual(smb2_raw.Response(a.recv_frame()).status, smb2_raw.STATUS_INVALID_PARAMETER)
+        self.assertEqual(a.echo().status, 0)
         a.close()
         b.close()
 
