@@ -108,7 +108,9 @@ asio::awaitable<void> ChangeNotifier::follow() {
     co_await wake_.async_wait(asio::as_tuple(use_awaitable));
   }
   following_ = false;
-  where_.clear();  // unfollowed, the log may rename what it names
+  // Unfollowed, the log may rename what these name.
+  where_.clear();
+  listed_.clear();
   for (auto& w : std::exchange(waiting_, {})) w->cancel();
 }
 
@@ -188,10 +190,10 @@ asio::awaitable<std::vector<ChangeNotifier::Raw>> ChangeNotifier::events_of(cons
     // reports it to creation watchers too.
     if (!dir) out.push_back({modified, f::attributes | f::creation, c.new_parent, c.new_name});
   } else if (c.op == "setattr" || c.op == "write" || c.op == "seal" || c.op == "xattr") {
-    auto it = where_.find(c.ino);
-    if (it != where_.end() && !it->second.name.empty()) {
+    auto named_op = named(c.ino);
+    if (auto where = co_await std::move(named_op)) {
       const std::uint32_t filter = c.op == "setattr" ? kAttrFilter : c.op == "xattr" ? f::ea : kContentFilter;
-      out.push_back({modified, filter, it->second.parent, it->second.name});
+      out.push_back({modified, filter, where->parent, where->name});
     }
   }
   co_return out;
@@ -209,8 +211,49 @@ void ChangeNotifier::learn(const ns::Change& c) {
 }
 
 void ChangeNotifier::set_where(ns::Ino ino, Where where) {
-  if (where_.size() >= kMaxNames && !where_.count(ino)) where_.clear();
+  if (where_.size() >= kMaxNames && !where_.count(ino)) {
+    where_.clear();
+    listed_.clear();
+  }
   where_[ino] = std::move(where);
+}
+
+asio::awaitable<std::optional<ChangeNotifier::Where>> ChangeNotifier::named(ns::Ino ino) {
+  auto known = [&]() -> std::optional<Where> {
+    auto it = where_.find(ino);
+    if (it == where_.end() || it->second.name.empty()) return std::nullopt;
+    return it->second;
+  };
+  if (auto w = known()) co_return w;
+  // Not seen by name: it may be a child of a watched directory (each is
+  // listed once; the log keeps what was listed current).
+  std::vector<std::pair<ns::Ino, ns::OpContext>> unlisted;
+  for (const auto& [id, w] : watches_) {
+    if (!listed_.count(w.dir)) unlisted.emplace_back(w.dir, w.ctx);
+  }
+  for (const auto& [dir, ctx] : unlisted) {
+    co_await list(ctx, dir);
+    if (auto w = known()) co_return w;
+  }
+  co_return std::nullopt;
+}
+
+asio::awaitable<void> ChangeNotifier::list(const ns::OpContext& ctx, ns::Ino dir) {
+  if (listed_.count(dir)) co_return;
+  // Listed once even when too long to list whole: not again at each change.
+  listed_.insert(dir);
+  std::uint64_t cookie = 0;
+  for (std::size_t scanned = 0; scanned < kMaxScan;) {
+    auto page_op = ns_.readdir(ctx, dir, cookie, 1024, false);
+    auto page = co_await std::move(page_op);
+    if (!page) co_return;
+    for (const ns::DirEntry& e : page->entries) {
+      set_where(e.ino, Where{dir, e.name});
+    }
+    if (page->eof || page->entries.empty()) co_return;
+    scanned += page->entries.size();
+    cookie = page->entries.back().cookie;
+  }
 }
 
 asio::awaitable<std::optional<std::string>> ChangeNotifier::path_in(const Watch& w, ns::Ino dir) {
@@ -250,24 +293,15 @@ asio::awaitable<std::optional<ns::Ino>> ChangeNotifier::parent_of(const ns::OpCo
 
 asio::awaitable<std::optional<std::string>> ChangeNotifier::name_of(const ns::OpContext& ctx, ns::Ino dir,
                                                                     ns::Ino parent) {
-  if (auto it = where_.find(dir); it != where_.end() && it->second.parent == parent && !it->second.name.empty())
-    co_return it->second.name;
+  auto known = [&]() -> std::optional<std::string> {
+    auto it = where_.find(dir);
+    if (it == where_.end() || it->second.parent != parent || it->second.name.empty()) return std::nullopt;
+    return it->second.name;
+  };
+  if (auto name = known()) co_return name;
   // Never seen by name: find it in its parent's listing.
-  std::uint64_t cookie = 0;
-  for (std::size_t scanned = 0; scanned < kMaxScan;) {
-    auto page_op = ns_.readdir(ctx, parent, cookie, 1024, false);
-    auto page = co_await std::move(page_op);
-    if (!page) co_return std::nullopt;
-    for (const ns::DirEntry& e : page->entries) {
-      if (e.ino != dir) continue;
-      set_where(dir, Where{parent, e.name});
-      co_return e.name;
-    }
-    if (page->eof || page->entries.empty()) break;
-    scanned += page->entries.size();
-    cookie = page->entries.back().cookie;
-  }
-  co_return std::nullopt;
+  co_await list(ctx, parent);
+  co_return known();
 }
 
 }  // namespace weft::smb

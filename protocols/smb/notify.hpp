@@ -7,9 +7,10 @@
 //
 // The change log names what it adds, removes and renames; a change to a
 // file's content or attributes names only the inode. Its name is then the
-// one this notifier last saw it under: in the log, or opened over SMB
-// (remember()). A file changed by another protocol that was neither created
-// nor renamed while watched, nor opened over SMB since, is not reported.
+// one this notifier last saw it under: in the log, opened over SMB
+// (remember()), or listing a watched directory. So a file changed by any
+// protocol is reported in the directory watched, and beneath it (a tree
+// watch) when it was created, renamed or opened over SMB while watched.
 #pragma once
 
 #include "gateway/ns/types.hpp"
@@ -27,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace weft::ns {
@@ -122,6 +124,11 @@ class ChangeNotifier : public std::enable_shared_from_this<ChangeNotifier> {
   boost::asio::awaitable<std::optional<ns::Ino>> parent_of(const ns::OpContext& ctx, ns::Ino dir);
   boost::asio::awaitable<std::optional<std::string>> name_of(const ns::OpContext& ctx, ns::Ino dir, ns::Ino parent);
   void set_where(ns::Ino ino, Where where);
+  // Where `ino` is, by name, if known or found among the watched
+  // directories' children.
+  boost::asio::awaitable<std::optional<Where>> named(ns::Ino ino);
+  // Learns the names of directory `dir`'s children (once).
+  boost::asio::awaitable<void> list(const ns::OpContext& ctx, ns::Ino dir);
 
   ns::Namespace& ns_;
   boost::asio::strand<boost::asio::any_io_executor> strand_;
@@ -137,6 +144,7 @@ class ChangeNotifier : public std::enable_shared_from_this<ChangeNotifier> {
   boost::asio::steady_timer wake_;  // the follower's pause between passes
   std::vector<std::shared_ptr<boost::asio::steady_timer>> waiting_;  // catch_up() callers
   std::unordered_map<ns::Ino, Where> where_;  // names and parents seen
+  std::unordered_set<ns::Ino> listed_;        // directories whose children where_ holds
 };
 
 }  // namespace weft::smb

@@ -720,7 +720,7 @@ class LockTest(unittest.TestCase):
 
 class NotifyTest(unittest.TestCase):
     """CHANGE_NOTIFY: smbclient's `notify` hears what SMB and S3 change in
-    the directory it watches. Byte-level: a watch keeps changes between its
+    the directory it watches (files made before the watch included). Byte-level: a watch keeps changes between its
     requests, reports beneath its directory when asked (a tree watch),
     answers NOTIFY_ENUM_DIR when more came than fit, and ends CANCELLED,
     NOTIFY_CLEANUP (its handle closed) or DELETE_PENDING (its directory
@@ -772,11 +772,15 @@ class NotifyTest(unittest.TestCase):
     def test_smbclient_hears_s3_changes(self):
         s3 = s3_client()
         smbclient("mkdir watchedbucket")
+        s3.put_object(Bucket="watchedbucket", Key="older.bin", Body=b"made before the watch")
         heard = self.watch("watchedbucket")
         s3.put_object(Bucket="watchedbucket", Key="from-s3.bin", Body=b"x" * 1000)
         self.assertIsNotNone(heard(["0001 from-s3.bin"]))
         s3.delete_object(Bucket="watchedbucket", Key="from-s3.bin")
         self.assertIsNotNone(heard(["0002 from-s3.bin"]))
+        # A file the watch never saw named, replaced over S3: modified.
+        s3.put_object(Bucket="watchedbucket", Key="older.bin", Body=b"replaced while watched")
+        self.assertIsNotNone(heard(["0003 older.bin"]))
 
     def open_dir(self, c, name, access=0x1, disposition=3):
         r, fid = c.create(name, disposition=disposition, options=0x1, access=access)
