@@ -17,6 +17,7 @@
 #include "protocols/smb/notify.hpp"
 #include "protocols/smb/ntlm.hpp"
 #include "protocols/smb/opens.hpp"
+#include "protocols/smb/status.hpp"
 #include "protocols/smb/wire.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -297,9 +298,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void announce(const std::vector<Reply>& replies);
   // A CANCEL: ends the pending request it names (by async id, or message id) CANCELLED.
   void cancel(const Header& h);
-  // Ends the pending requests of open `file` (it is closing): locks
-  // RANGE_NOT_LOCKED, change notifications NOTIFY_CLEANUP.
-  void end_pending(std::uint64_t file);
+  // Ends the pending requests of open `file` (it is closing, or its
+  // directory is removed): locks RANGE_NOT_LOCKED, change notifications
+  // `notify_status` (NOTIFY_CLEANUP, or DELETE_PENDING).
+  void end_pending(std::uint64_t file, std::uint32_t notify_status = status::notify_cleanup);
   Reply error(std::uint32_t status) const;
   // Releases the handle (sealing what it wrote) and deletes the file when
   // it was the last open of a file to be deleted; the NTSTATUS of the seal.

@@ -31,8 +31,6 @@ constexpr std::uint32_t kContentFilter = notify_filter::size | notify_filter::la
 constexpr std::uint32_t kAttrFilter = notify_filter::attributes | notify_filter::size | notify_filter::last_write |
                                       notify_filter::last_access | notify_filter::creation;
 
-bool same(const NotifyEvent& a, const NotifyEvent& b) { return a.action == b.action && a.name == b.name; }
-
 }  // namespace
 
 ChangeNotifier::ChangeNotifier(ns::Namespace& ns, asio::any_io_executor io)
@@ -146,7 +144,7 @@ asio::awaitable<void> ChangeNotifier::pass() {
           if (!dir || it == watches_.end()) continue;
           NotifyEvent e{raw.action, dir->empty() ? raw.name : *dir + "\\" + raw.name};
           auto& pending = it->second.pending;
-          if (pending.empty() || !same(pending.back(), e)) pending.push_back(std::move(e));
+          if (pending.empty() || pending.back() != e) pending.push_back(std::move(e));
         }
       }
     }

@@ -59,6 +59,7 @@ inline constexpr std::uint32_t new_name = 5;
 struct NotifyEvent {
   std::uint32_t action = 0;
   std::string name;  // from the watched directory, '\'-separated
+  bool operator==(const NotifyEvent&) const = default;
 };
 
 class ChangeNotifier : public std::enable_shared_from_this<ChangeNotifier> {

@@ -23,8 +23,11 @@ constexpr std::uint16_t kWatchTree = 0x0001;
 
 std::size_t padded(std::size_t n) { return (n + 3) & ~std::size_t{3}; }
 
-// A FILE_NOTIFY_INFORMATION entry's bytes, unpadded.
-std::size_t entry_size(const NotifyEvent& e) { return 12 + to_utf16(e.name).size(); }
+// A FILE_NOTIFY_INFORMATION entry: NextEntryOffset, Action, FileNameLength, then the name.
+constexpr std::size_t kEntryHead = 12;
+
+// An entry's bytes, unpadded.
+std::size_t entry_size(const NotifyEvent& e) { return kEntryHead + to_utf16(e.name).size(); }
 
 }  // namespace
 
@@ -34,11 +37,11 @@ Reply notify_answer(std::uint32_t status, const std::vector<NotifyEvent>& events
     const Bytes name = to_utf16(events[i].name);
     const std::size_t start = list.size();
     const bool last = i + 1 == events.size();
-    list.u32(last ? 0 : static_cast<std::uint32_t>(padded(12 + name.size())));
+    list.u32(last ? 0 : static_cast<std::uint32_t>(padded(kEntryHead + name.size())));
     list.u32(events[i].action);
     list.u32(static_cast<std::uint32_t>(name.size()));
     list.bytes(name);
-    if (!last) list.zeros(start + padded(12 + name.size()) - list.size());
+    if (!last) list.zeros(start + padded(kEntryHead + name.size()) - list.size());
   }
   Reply reply(status);
   Writer& w = reply.out;
@@ -126,19 +129,14 @@ void Connection::notice(std::uint64_t file, std::vector<NotifyEvent> events, boo
                                           : notify_answer(status::notify_enum_dir, {}));
       continue;
     }
-    if (w.overflowed || (!w.kept.empty() && w.kept.back().action == e.action && w.kept.back().name == e.name))
-      continue;
+    if (w.overflowed || (!w.kept.empty() && w.kept.back() == e)) continue;
     w.kept_bytes = (w.kept.empty() ? 0 : padded(w.kept_bytes)) + entry_size(e);
     w.kept.push_back(std::move(e));
     if (w.kept_bytes > w.max_bytes) w = Watching{w.id, w.max_bytes, {}, 0, true};
   }
   if (!removed) return;
   w.removed = true;
-  std::vector<std::uint64_t> waiting;
-  for (const auto& [id, p] : pending_) {
-    if (p.file == file && p.command == Command::change_notify) waiting.push_back(id);
-  }
-  for (std::uint64_t id : waiting) finish_pending(id, error(status::delete_pending));
+  end_pending(file, status::delete_pending);
 }
 
 }  // namespace weft::smb

@@ -69,14 +69,19 @@ void Connection::cancel(const Header& h) {
   }
 }
 
-void Connection::end_pending(std::uint64_t file) {
+void Connection::end_pending(std::uint64_t file, std::uint32_t notify_status) {
   std::vector<std::pair<std::uint64_t, Command>> ending;
   for (const auto& [id, p] : pending_) {
     if (p.file == file) ending.emplace_back(id, p.command);
   }
+  // NOTIFY_CLEANUP is a success: its answer is a CHANGE_NOTIFY one, empty.
+  const bool notify_success = notify_status == status::notify_cleanup;
   for (const auto& [id, command] : ending) {
-    finish_pending(id, command == Command::lock ? error(status::range_not_locked)
-                                                : notify_answer(status::notify_cleanup, {}));
+    if (command == Command::lock) {
+      finish_pending(id, error(status::range_not_locked));
+    } else {
+      finish_pending(id, notify_success ? notify_answer(notify_status, {}) : error(notify_status));
+    }
   }
 }
 
